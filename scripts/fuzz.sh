@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# fuzz.sh SECONDS: runs every libFuzzer target in build-fuzz/fuzz for SECONDS
+# each, starting from its corpus in fuzz/corpus/NAME (copied to a scratch dir,
+# so the repo is never written). Fails on the first crash or sanitizer report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-20}
+shopt -s nullglob
+ran=0
+for bin in build-fuzz/fuzz/fuzz_*; do
+  [ -x "$bin" ] || continue
+  name=$(basename "$bin" | sed 's/^fuzz_//')
+  work=$(mktemp -d)
+  [ -d "fuzz/corpus/$name" ] && cp -r "fuzz/corpus/$name/." "$work/"
+  echo "fuzz: $name for ${secs}s" >&2
+  "$bin" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+         -artifact_prefix="$work/" "$work" >"$work.log" 2>&1 || { tail -40 "$work.log"; echo "fuzz: $name FAILED" >&2; exit 1; }
+  tail -1 "$work.log" >&2
+  rm -rf "$work" "$work.log"
+  ran=$((ran+1))
+done
+echo "fuzz: $ran targets clean" >&2

@@ -1,0 +1,54 @@
+/* main.c: `typellm COMMAND ...` dispatch and top-level help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "typellm.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"decide", tl_cmd_decide, "typed decisions: context + ordered JSON Schema -> values with probabilities"},
+    {"serve", tl_cmd_serve, "HTTP server: SGLang API, /v1/systemone, /v1/decide"},
+    {"synth", tl_cmd_synth, "fill the typed hole of an Aeon program with a well-typed term"},
+    {"oracle", tl_cmd_oracle, "Aeon completion oracle: is a prefix still completable?"},
+    {"generate", tl_cmd_generate, "generate text from a prompt"},
+    {"logits", tl_cmd_logits, "print next-token logits (reference JSON format)"},
+    {"bench", tl_cmd_bench, "prefill/decode speed, llama-bench style"},
+    {"tokenize", tl_cmd_tokenize, "text -> token ids"},
+    {"detokenize", tl_cmd_detokenize, "token ids -> text"},
+    {"inspect", tl_cmd_inspect, "describe a GGUF file"},
+    {"quantize", tl_cmd_quantize, "convert a GGUF model's weights to Q8_0/Q4_0/Q4_K/Q6_K/..."},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "typellm %s: typed decisions and type-correct code from any GGUF model\n\n", TL_VERSION);
+    fprintf(f, "usage: typellm COMMAND [options]   (typellm COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("typellm %s\n", TL_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "typellm: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

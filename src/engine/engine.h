@@ -1,0 +1,81 @@
+/* engine.h: the embedded inference engine: a loaded model and sessions that
+ * run token sequences through it with a prefix cache.
+ *
+ * A tl_model is immutable after load (mmap'd weights, hyperparameters, the
+ * vocabulary) and may be shared by sessions on different threads. A
+ * tl_session owns a KV prefix cache keyed by token ids and a thread pool; one
+ * thread uses a session at a time.
+ *
+ * Every evaluation looks up the longest cached prefix of each sequence,
+ * computes only the rest, and leaves the tokens cached for later calls (exact
+ * reuse: no position shifting), so cached and uncached results agree. */
+#ifndef TL_ENGINE_ENGINE_H
+#define TL_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "tok/vocab.h"
+#include "typellm.h"
+
+/* ---- model --------------------------------------------------------------- */
+
+/* Loads a llama / qwen2 / qwen3 GGUF. Unsupported architectures, tensor types,
+ * missing tensors and wrong shapes are errors naming them. */
+tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
+void tl_model_free(tl_model *m);
+
+const tl_vocab *tl_model_vocab(const tl_model *m);
+const tl_gguf *tl_model_gguf(const tl_model *m);
+int32_t tl_model_n_vocab(const tl_model *m);
+int32_t tl_model_n_ctx_train(const tl_model *m);
+const char *tl_model_arch(const tl_model *m);   /* "llama", "qwen2", "qwen3" */
+const char *tl_model_name(const tl_model *m);   /* general.name or the file's base name */
+/* Dominant weight type of the matrices ("Q8_0", "Q4_K", ...). */
+const char *tl_model_type_name(const tl_model *m);
+
+/* ---- sessions ------------------------------------------------------------ */
+
+typedef struct tl_session_params {
+    int n_threads;    /* <= 0: number of cores */
+    size_t cache_mb;  /* KV prefix-cache budget; 0: default */
+    int32_t n_ctx;    /* longest sequence accepted; 0: the model's context length */
+} tl_session_params;
+
+tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_session **out, tl_error *err);
+void tl_session_free(tl_session *s);
+const tl_model *tl_session_model(const tl_session *s);
+/* Drops every unpinned cached token. */
+void tl_session_flush(tl_session *s);
+
+/* One sequence of a batched evaluation. Inputs: ids/n (the whole sequence,
+ * cached prefix included). Outputs (each optional; NULL to skip), all about
+ * the position after the last token:
+ *   logits         n_vocab raw logits;
+ *   cand_logprobs  log-softmax over the full vocabulary at cands[0..n_cands). */
+typedef struct tl_seq {
+    const int32_t *ids;
+    size_t n;
+    float *logits;
+    const int32_t *cands;
+    size_t n_cands;
+    double *cand_logprobs;
+} tl_seq;
+
+/* Evaluates k sequences in one batched forward pass over their uncached
+ * tails; a prefix shared by several of them (e.g. a common context with K
+ * question branches) is computed once. usage (optional) is accumulated into. */
+tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+
+/* k = 1 convenience: logits (n_vocab, optional) after ids[0..n). */
+tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
+                          tl_error *err);
+
+/* Logits at each of the last k_last positions of ids (k_last x n_vocab), for
+ * `typellm logits` and prompt logprobs. */
+tl_status tl_session_eval_last(tl_session *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                               tl_usage *usage, tl_error *err);
+
+#endif
