@@ -8,8 +8,8 @@
  *    batch of branches, or after a cached prefix gives the same bits.
  *  - ISA dispatch at run time (AVX-512/VNNI/BF16, AVX2, scalar); TL_ISA=scalar
  *    (or avx2, avx512) in the environment forces a path, so CI tests each. */
-#ifndef TL_ENGINE_KERNELS_H
-#define TL_ENGINE_KERNELS_H
+#ifndef TL_KERNELS_KERNELS_H
+#define TL_KERNELS_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
