@@ -1,0 +1,57 @@
+/* decide.h: typed decisions. Context + an ordered JSON Schema object in,
+ * values from each field's declared domain (with their probabilities) out.
+ *
+ * Each categorical field (string/number/integer enum, boolean, score) is one
+ * forward pass that reads the log-probabilities of single-token labels only
+ * (A, B, C, ...), so a value outside the schema can never be chosen. The
+ * server (/v1/decide, /v1/systemone) and `typellm decide` are built on this
+ * header; the schema language is documented in docs/decide.md. */
+#ifndef TL_DECIDE_DECIDE_H
+#define TL_DECIDE_DECIDE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "typellm.h"
+
+typedef struct tl_decide_opts {
+    const char *mode;          /* "sequential" | "batch" | "auto"; NULL = auto */
+    const char *style;         /* "chat" | "record"; NULL = chat if the model has a recognised template */
+    const char *chat_template; /* family to force ("chatml", "llama3", "llama2", "gemma", "phi3"), or NULL */
+    double temperature;        /* 0 = argmax; > 0 divides the candidate logprobs, then seeded sampling */
+    uint64_t seed;             /* sampling seed (used only when temperature > 0) */
+    double threshold;          /* 0 = none; a chosen value with probability below it is abstained */
+    bool trace;                /* add per-field "trace" (token ids sent, position scored) */
+} tl_decide_opts;
+
+/* Runs every field of schema over context[0..context_len) on backend b and
+ * sets *result to a new JSON object (caller json_decref's it):
+ *   {"values": {field: typed value | null, ... in schema order},
+ *    "fields": {field: {"value", "label", "probabilities": {value text: p},
+ *                       "candidates": [{"value", "label", "token", "logprob"}],
+ *                       "abstained", ("trace": {"ids", "position", "wave", "text"})}},
+ *    "usage": {"prompt_tokens", "cached_tokens", "computed_tokens", "forward_passes"},
+ *    "timing_ms": {"prepare", "score", "total"}, "mode", "style", "model"}.
+ * Field keys are the schema's property keys; the model sees "x-name" when a
+ * field has one. opts may be NULL (auto mode, argmax, no threshold).
+ * Errors: TL_ERR_SCHEMA with the JSON path (/properties/NAME/...) for a bad
+ * schema; TL_ERR_INVALID for bad options; backend errors as they come. */
+tl_status tl_decide(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                    const tl_decide_opts *opts, json_t **result, tl_error *err);
+
+/* As tl_decide, with answers already known: given is an object {field: value}
+ * (or NULL). Those fields are not decided; they are rendered as answered turns,
+ * in given's order, between the context and the decisions (exactly what auto
+ * mode carries into a later wave), and reported with probability 1. */
+tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                          const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err);
+
+/* Validates schema without a model (for early 4xx answers): the same
+ * TL_ERR_SCHEMA errors tl_decide gives, except those that need the tokenizer
+ * (labels that cannot be made single-token). */
+tl_status tl_decide_check_schema(const json_t *schema, tl_error *err);
+
+#endif
