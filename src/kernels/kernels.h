@@ -36,6 +36,10 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
 const char *tl_kernels_isa(void);
 /* True when the engine can multiply by weights of this type. */
 int tl_kernels_supports(tl_ggml_type t);
+/* Switches every later kernel call to the named path ("scalar", "avx2",
+ * "avx512"); returns 0 (and changes nothing) if the CPU lacks it. For tests
+ * and benchmarks comparing paths; not to be called while kernels run. */
+int tl_kernels_force_isa(const char *name);
 
 /* dst[0..n) = dequantized src (one row; n a multiple of the type's block). */
 void tl_dequant_row(tl_ggml_type t, const void *src, float *dst, int64_t n);

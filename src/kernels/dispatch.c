@@ -1,0 +1,60 @@
+/* dispatch.c: picks the instruction set the kernels use, once per process:
+ * the best the CPU reports (cpuid + what the OS saves, via GCC's builtins),
+ * unless TL_ISA=scalar|avx2|avx512 asks for a lower one. Tests may switch
+ * paths with tl_kernels_force_isa to compare them in one process. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+
+static int isa_chosen = -1; /* tl_isa, or -1 before the first query */
+
+static tl_isa best_supported(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        return TL_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return TL_ISA_AVX2;
+#endif
+    return TL_ISA_SCALAR;
+}
+
+static int isa_from_name(const char *s) {
+    if (!s) return -1;
+    if (!strcmp(s, "scalar")) return TL_ISA_SCALAR;
+    if (!strcmp(s, "avx2")) return TL_ISA_AVX2;
+    if (!strcmp(s, "avx512")) return TL_ISA_AVX512;
+    return -1;
+}
+
+tl_isa tl_kernels_isa_id(void) {
+    int isa = __atomic_load_n(&isa_chosen, __ATOMIC_ACQUIRE);
+    if (isa >= 0) return (tl_isa)isa;
+    tl_isa best = best_supported();
+    int want = isa_from_name(getenv("TL_ISA"));
+    isa = (want >= 0 && want < (int)best) ? want : (int)best;
+    __atomic_store_n(&isa_chosen, isa, __ATOMIC_RELEASE);
+    return (tl_isa)isa;
+}
+
+static const char *isa_name(tl_isa i) {
+    return i == TL_ISA_AVX512 ? "avx512" : i == TL_ISA_AVX2 ? "avx2" : "scalar";
+}
+
+const char *tl_kernels_isa(void) { return isa_name(tl_kernels_isa_id()); }
+
+int tl_kernels_force_isa(const char *name) {
+    int want = isa_from_name(name);
+    if (want < 0 || want > (int)best_supported()) return 0;
+    __atomic_store_n(&isa_chosen, want, __ATOMIC_RELEASE);
+    return 1;
+}
+
+void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
+    if (n_tok <= 0 || W->n_out <= 0) return;
+    tl_matmul_scalar(p, W, X, n_tok, Y);
+}

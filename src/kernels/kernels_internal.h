@@ -1,0 +1,132 @@
+/* kernels_internal.h: what the kernel files share but the engine need not see:
+ * the on-disk block layouts of the quantized formats, half-precision
+ * conversions, and the per-ISA entry points that dispatch.c chooses between.
+ *
+ * Block layouts follow ggml's (GGUF files are written by ggml): a block is a
+ * run of weights stored as scale(s) + packed integer codes; see
+ * ../shared/docs/engine.md for the formulas. All multi-byte fields are
+ * little-endian and blocks are packed (sizes checked by static asserts). */
+#ifndef TL_KERNELS_INTERNAL_H
+#define TL_KERNELS_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#define QK32 32   /* elements per block of the 32-blocks (Q4_0 .. Q8_0) */
+#define QKK 256   /* elements per super-block of the K-quants */
+#define K_SCALE_BYTES 12 /* packed 6-bit scales + mins of Q4_K / Q5_K */
+
+typedef uint16_t tl_half; /* IEEE binary16 bits */
+
+typedef struct { tl_half d; uint8_t qs[QK32 / 2]; } blk_q4_0;            /* 18 B */
+typedef struct { tl_half d, m; uint8_t qs[QK32 / 2]; } blk_q4_1;         /* 20 B */
+typedef struct { tl_half d; uint8_t qh[4]; uint8_t qs[QK32 / 2]; } blk_q5_0;    /* 22 B */
+typedef struct { tl_half d, m; uint8_t qh[4]; uint8_t qs[QK32 / 2]; } blk_q5_1; /* 24 B */
+typedef struct { tl_half d; int8_t qs[QK32]; } blk_q8_0;                 /* 34 B */
+typedef struct {
+    tl_half d, dmin;                 /* super-block scales for sub-block scales / mins */
+    uint8_t scales[K_SCALE_BYTES];   /* 8 x (6-bit scale, 6-bit min) */
+    uint8_t qs[QKK / 2];             /* 4-bit codes: byte l of 32-chunk c holds
+                                        element 64c+l (low) and 64c+32+l (high) */
+} blk_q4_k;                          /* 144 B */
+typedef struct {
+    tl_half d, dmin;
+    uint8_t scales[K_SCALE_BYTES];
+    uint8_t qh[QKK / 8];             /* 5th bit: bit 2c (low) / 2c+1 (high) of byte l */
+    uint8_t qs[QKK / 2];
+} blk_q5_k;                          /* 176 B */
+typedef struct {
+    uint8_t ql[QKK / 2];             /* low 4 bits */
+    uint8_t qh[QKK / 4];             /* high 2 bits */
+    int8_t scales[QKK / 16];         /* one per 16 elements */
+    tl_half d;
+} blk_q6_k;                          /* 210 B */
+
+_Static_assert(sizeof(blk_q4_0) == 18, "Q4_0 block");
+_Static_assert(sizeof(blk_q4_1) == 20, "Q4_1 block");
+_Static_assert(sizeof(blk_q5_0) == 22, "Q5_0 block");
+_Static_assert(sizeof(blk_q5_1) == 24, "Q5_1 block");
+_Static_assert(sizeof(blk_q8_0) == 34, "Q8_0 block");
+_Static_assert(sizeof(blk_q4_k) == 144, "Q4_K block");
+_Static_assert(sizeof(blk_q5_k) == 176, "Q5_K block");
+_Static_assert(sizeof(blk_q6_k) == 210, "Q6_K block");
+
+/* ---- half precision ------------------------------------------------------ */
+
+static inline float tl_f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t tl_bits_from_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* Exact binary16 -> binary32 (subnormals, inf and NaN included). */
+static inline float tl_half_to_f32(tl_half h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    if (exp == 0x1f) return tl_f32_from_bits(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24, exact in f32 */
+        float v = (float)man * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    return tl_f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* binary32 -> binary16, round to nearest even; overflow gives inf, NaN stays NaN. */
+static inline tl_half tl_f32_to_half(float f) {
+    uint32_t u = tl_bits_from_f32(f);
+    uint32_t sign = (u >> 16) & 0x8000;
+    uint32_t a = u & 0x7fffffff;
+    if (a >= 0x7f800000u) return (tl_half)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0));
+    if (a >= 0x477ff000u) return (tl_half)(sign | 0x7c00); /* rounds to >= 65520: inf */
+    if (a < 0x38800000u) {
+        /* result is subnormal or zero: value / 2^-24 rounded to nearest even */
+        if (a < 0x33000000u) return (tl_half)sign; /* < 2^-25: rounds to 0 */
+        uint32_t man = (a & 0x7fffff) | 0x800000;
+        int shift = 126 - (int)(a >> 23); /* 14 + (113 - exp) */
+        uint32_t q = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return (tl_half)(sign | q);
+    }
+    uint32_t r = a + 0xfff + ((a >> 13) & 1); /* round mantissa to 10 bits, ties to even */
+    return (tl_half)(sign | ((r - 0x38000000u) >> 13));
+}
+
+static inline float tl_bf16_to_f32(uint16_t b) { return tl_f32_from_bits((uint32_t)b << 16); }
+static inline uint16_t tl_f32_to_bf16(float f) {
+    uint32_t u = tl_bits_from_f32(f);
+    if ((u & 0x7fffffff) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+/* ---- K-quant scale packing ---------------------------------------------- */
+
+/* Sub-block j (0..7) of a Q4_K/Q5_K super-block: 6-bit scale *sc and min *mn.
+ * Bytes 0-3 hold scales 0-3 (low 6 bits), 4-7 mins 0-3; bytes 8-11 hold the low
+ * nibbles of scales/mins 4-7, whose top 2 bits sit in bits 6-7 of bytes 0-7. */
+static inline void tl_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *mn = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *mn = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* ---- type table (private copy so kernels do not depend on the reader's) -- */
+
+int64_t tl_kernels_block_elems(tl_ggml_type t);   /* 0 = unsupported by the kernels */
+size_t tl_kernels_block_bytes(tl_ggml_type t);
+
+/* ---- ISA selection --------------------------------------------------------- */
+
+typedef enum { TL_ISA_SCALAR = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 } tl_isa;
+tl_isa tl_kernels_isa_id(void);
+
+/* Scalar reference matmul (also the fallback for every ISA). */
+void tl_matmul_scalar(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y);
+
+#endif

@@ -1,0 +1,195 @@
+/* test_matmul.c: tl_matmul against a double-precision reference, and the
+ * three invariants the engine relies on, for every weight type and every ISA
+ * path the CPU has:
+ *   (a) bit-identical output with 1, 2 and 3 threads;
+ *   (b) row t of Y is the same bits whether computed alone (n_tok = 1) or in
+ *       a batch of 7 or 64 rows;
+ *   (c) each SIMD path agrees with the scalar path within a small tolerance.
+ * Also the thread pool's split: every index exactly once, by a fixed thread. */
+#include <math.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "kernels/kernels.h"
+#include "tl_test.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static float rnd_uniform(void) { /* in [-1, 1) */
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) / 8388608.0 - 1.0);
+}
+
+/* ---- thread pool ----------------------------------------------------------- */
+
+typedef struct { int *hits; int *owner; } cover_arg;
+static void cover(void *v, int64_t b, int64_t e, int thread) {
+    cover_arg *a = v;
+    for (int64_t i = b; i < e; i++) { a->hits[i]++; a->owner[i] = thread; }
+}
+
+static void check_pool(void) {
+    for (int nt = 1; nt <= 4; nt++) {
+        tl_pool *p = tl_pool_new(nt);
+        CHECK(p && tl_pool_size(p) == nt);
+        static const int64_t ns[] = {1, 2, 3, 17, 100, 1000};
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            for (int64_t grain = 1; grain <= 64; grain *= 4) {
+                int64_t n = ns[k];
+                int hits[1000] = {0}, owner[1000], owner2[1000];
+                cover_arg a = {hits, owner};
+                tl_pool_run(p, n, grain, cover, &a);
+                int ok = 1;
+                for (int64_t i = 0; i < n; i++) ok &= hits[i] == 1;
+                CHECKF(ok, "pool %d threads n=%lld grain=%lld: an index not run exactly once", nt,
+                       (long long)n, (long long)grain);
+                /* same split on the next call (static, not work stealing) */
+                cover_arg a2 = {hits, owner2};
+                tl_pool_run(p, n, grain, cover, &a2);
+                CHECK(memcmp(owner, owner2, (size_t)n * sizeof owner[0]) == 0);
+            }
+        }
+        /* many short runs back to back (the decode pattern) */
+        int64_t total = 0;
+        int hits[64] = {0}, owner[64];
+        cover_arg a = {hits, owner};
+        for (int r = 0; r < 2000; r++) tl_pool_run(p, 64, 1, cover, &a);
+        for (int i = 0; i < 64; i++) total += hits[i];
+        CHECK(total == 64 * 2000);
+        tl_pool_free(p);
+    }
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+enum { N_IN = 512, N_OUT = 37, MAX_TOK = 64 };
+
+typedef struct {
+    tl_ggml_type type;
+    tl_matrix W;
+    uint8_t *wdata;
+    float *wf;      /* [N_OUT][N_IN] dequantized weights */
+} weights;
+
+static void make_weights(weights *w, tl_ggml_type t) {
+    float *src = malloc(sizeof(float) * N_IN * N_OUT);
+    rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 1); /* same weights on every ISA pass */
+    for (int i = 0; i < N_IN * N_OUT; i++) src[i] = rnd_uniform();
+    size_t rb = tl_type_row_bytes(t, N_IN);
+    w->type = t;
+    w->wdata = malloc(rb * N_OUT);
+    w->wf = malloc(sizeof(float) * N_IN * N_OUT);
+    for (int o = 0; o < N_OUT; o++) {
+        tl_quantize_row(t, src + o * N_IN, w->wdata + o * rb, N_IN);
+        tl_dequant_row(t, w->wdata + o * rb, w->wf + o * N_IN, N_IN);
+    }
+    w->W = (tl_matrix){t, N_IN, N_OUT, rb, w->wdata};
+    free(src);
+}
+
+/* Bound on |Y - exact| for one output: float rounding over the sum of
+ * |w||x|, plus, for quantized weights, the activations' 8-bit rounding
+ * (each x within half a step of its 32-block's absmax/127). */
+static double tolerance(const weights *w, int o, const float *x) {
+    double sum_abs = 0, act = 0;
+    for (int i = 0; i < N_IN; i++) sum_abs += fabs((double)w->wf[o * N_IN + i] * x[i]);
+    int int8_acts = w->type != TL_TYPE_F32 && w->type != TL_TYPE_F16 && w->type != TL_TYPE_BF16;
+    if (int8_acts) {
+        for (int b = 0; b < N_IN; b += 32) {
+            double amax = 0, wsum = 0;
+            for (int i = b; i < b + 32; i++) { amax = fmax(amax, fabs(x[i])); wsum += fabs(w->wf[o * N_IN + i]); }
+            act += wsum * amax / 254.0;
+        }
+    }
+    /* BF16 activations (vdpbf16ps) round x to 8 bits of mantissa */
+    if (w->type == TL_TYPE_BF16) act += sum_abs * 0x1p-8;
+    return 2e-6 * sum_abs + act + 1e-30;
+}
+
+static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2, tl_pool *p3,
+                       float *Y_scalar) {
+    weights w;
+    make_weights(&w, t);
+    const char *isa = tl_kernels_isa();
+    float *Y1 = malloc(sizeof(float) * MAX_TOK * N_OUT), *Y2 = malloc(sizeof(float) * MAX_TOK * N_OUT);
+    float *Y3 = malloc(sizeof(float) * MAX_TOK * N_OUT), *Yt = malloc(sizeof(float) * MAX_TOK * N_OUT);
+
+    tl_matmul(p1, &w.W, X, MAX_TOK, Y1);
+    /* reference */
+    int bad = 0;
+    for (int tk = 0; tk < MAX_TOK; tk++) {
+        for (int o = 0; o < N_OUT; o++) {
+            double ref = 0;
+            for (int i = 0; i < N_IN; i++) ref += (double)w.wf[o * N_IN + i] * X[tk * N_IN + i];
+            double tol = tolerance(&w, o, X + tk * N_IN);
+            if (fabs(Y1[tk * N_OUT + o] - ref) > tol) {
+                if (bad++ < 3) fprintf(stderr, "%s %s: Y[%d][%d] = %.8g, reference %.8g (tol %g)\n", isa,
+                                       tl_type_name(t), tk, o, Y1[tk * N_OUT + o], ref, tol);
+            }
+        }
+    }
+    CHECKF(bad == 0, "%s %s: %d outputs off the double reference", isa, tl_type_name(t), bad);
+
+    /* (a) thread count */
+    tl_matmul(p2, &w.W, X, MAX_TOK, Y2);
+    tl_matmul(p3, &w.W, X, MAX_TOK, Y3);
+    CHECKF(!memcmp(Y1, Y2, sizeof(float) * MAX_TOK * N_OUT), "%s %s: 1 vs 2 threads differ", isa, tl_type_name(t));
+    CHECKF(!memcmp(Y1, Y3, sizeof(float) * MAX_TOK * N_OUT), "%s %s: 1 vs 3 threads differ", isa, tl_type_name(t));
+
+    /* (b) batch independence: each row alone, and batches of 7 at odd offsets */
+    int differ = 0;
+    for (int tk = 0; tk < MAX_TOK; tk++) {
+        tl_matmul(p2, &w.W, X + tk * N_IN, 1, Yt);
+        differ += memcmp(Yt, Y1 + tk * N_OUT, sizeof(float) * N_OUT) != 0;
+    }
+    for (int start = 0; start + 7 <= MAX_TOK; start += 9) {
+        tl_matmul(p2, &w.W, X + start * N_IN, 7, Yt);
+        differ += memcmp(Yt, Y1 + start * N_OUT, sizeof(float) * 7 * N_OUT) != 0;
+    }
+    CHECKF(differ == 0, "%s %s: %d rows change with the batch they are in", isa, tl_type_name(t), differ);
+
+    /* (c) agreement with the scalar path (Y_scalar filled on the scalar pass) */
+    if (strcmp(isa, "scalar") == 0) {
+        memcpy(Y_scalar, Y1, sizeof(float) * MAX_TOK * N_OUT);
+    } else {
+        int far = 0;
+        for (int tk = 0; tk < MAX_TOK; tk++) {
+            for (int o = 0; o < N_OUT; o++) {
+                double d = fabs(Y1[tk * N_OUT + o] - Y_scalar[tk * N_OUT + o]);
+                /* same algorithm, different summation order: float rounding only */
+                double sum_abs = 0;
+                for (int i = 0; i < N_IN; i++) sum_abs += fabs((double)w.wf[o * N_IN + i] * X[tk * N_IN + i]);
+                if (d > 2e-6 * sum_abs + (t == TL_TYPE_BF16 ? sum_abs * 0x1p-7 : 0)) far++;
+            }
+        }
+        CHECKF(far == 0, "%s %s: %d outputs differ from the scalar path", isa, tl_type_name(t), far);
+    }
+    free(Y1); free(Y2); free(Y3); free(Yt);
+    free(w.wdata); free(w.wf);
+}
+
+int main(void) {
+    check_pool();
+
+    static const tl_ggml_type types[] = {TL_TYPE_F32, TL_TYPE_F16, TL_TYPE_BF16, TL_TYPE_Q8_0,
+                                         TL_TYPE_Q4_0, TL_TYPE_Q4_1, TL_TYPE_Q5_0, TL_TYPE_Q5_1,
+                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K};
+    enum { NT = sizeof types / sizeof types[0] };
+    float *X = malloc(sizeof(float) * MAX_TOK * N_IN);
+    for (int i = 0; i < MAX_TOK * N_IN; i++) X[i] = rnd_uniform() * (i % 97 == 0 ? 8.f : 1.f);
+    float *Y_scalar[NT];
+    for (int k = 0; k < NT; k++) Y_scalar[k] = malloc(sizeof(float) * MAX_TOK * N_OUT);
+    tl_pool *p1 = tl_pool_new(1), *p2 = tl_pool_new(2), *p3 = tl_pool_new(3);
+
+    static const char *isas[] = {"scalar", "avx2", "avx512"}; /* scalar first: (c) needs it */
+    for (int k = 0; k < 3; k++) {
+        if (!tl_kernels_force_isa(isas[k])) {
+            fprintf(stderr, "ISA %s not available here: skipped\n", isas[k]);
+            continue;
+        }
+        for (int i = 0; i < NT; i++) check_type(types[i], X, p1, p2, p3, Y_scalar[i]);
+    }
+    tl_pool_free(p1); tl_pool_free(p2); tl_pool_free(p3);
+    for (int k = 0; k < NT; k++) free(Y_scalar[k]);
+    free(X);
+    return TEST_DONE();
+}
