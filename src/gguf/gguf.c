@@ -84,6 +84,7 @@ typedef struct cursor {
     tl_gguf *g;
     size_t pos;
     tl_error *err;
+    const char *key; /* quoted key being read, for messages; NULL outside values */
 } cursor;
 
 #define FAIL_AT(c, off, ...) fail_at((c), (off), TL_ERR_FORMAT, __VA_ARGS__)
@@ -95,6 +96,8 @@ __attribute__((format(printf, 4, 5))) static tl_status fail_at(cursor *c, uint64
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    if (c->key)
+        return tl_error_set(c->err, code, "%s: offset %" PRIu64 ": key '%s': %s", c->g->path, off, c->key, what);
     return tl_error_set(c->err, code, "%s: offset %" PRIu64 ": %s", c->g->path, off, what);
 }
 
@@ -306,9 +309,8 @@ static tl_status read_array(cursor *c, tl_gguf_value *out, int depth) {
     else if (et == TL_GGUF_ARRAY)
         min_elem = 4 + count_width(c);
     if (n > remaining(c) / min_elem)
-        return FAIL_AT(c, count_at, "array of %" PRIu64 " %s elements needs at least %" PRIu64 " bytes, %zu remain", n,
-                       tl_gguf_vtype_name((tl_gguf_vtype)et), n > UINT64_MAX / min_elem ? UINT64_MAX : n * min_elem,
-                       remaining(c));
+        return FAIL_AT(c, count_at, "array of %" PRIu64 " %s elements cannot fit in the %zu bytes that remain", n,
+                       tl_gguf_vtype_name((tl_gguf_vtype)et), remaining(c));
 
     if (et == TL_GGUF_STRING) {
         tl_gguf_str *strs = track(g, calloc(n ? n : 1, sizeof *strs));
@@ -396,10 +398,11 @@ static tl_status read_kvs(cursor *c) {
         if (!vtype_known(type))
             return FAIL_AT(c, type_at, "key '%s': unknown value type %" PRIu32, quote_name(key, qbuf, sizeof qbuf),
                            type);
-        if ((st = read_value(c, (tl_gguf_vtype)type, &g->values[i], 0))) {
-            tl_error_wrap(c->err, "key '%s'", quote_name(key, qbuf, sizeof qbuf));
+        c->key = quote_name(key, qbuf, sizeof qbuf);
+        st = read_value(c, (tl_gguf_vtype)type, &g->values[i], 0);
+        c->key = NULL;
+        if (st)
             return st;
-        }
         /* Insert into the hash; a hit on an equal key is a duplicate. */
         size_t s = hash_bytes(key.ptr, key.len) & g->kv_mask;
         for (; g->kv_slots[s]; s = (s + 1) & g->kv_mask)
@@ -584,7 +587,7 @@ out:
 /* ---- open / close -------------------------------------------------------- */
 
 static tl_status parse(tl_gguf *g, tl_error *err) {
-    cursor c = {g, 0, err};
+    cursor c = {g, 0, err, NULL};
     tl_status st = need(&c, 4, "magic");
     if (st)
         return st;
