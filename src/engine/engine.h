@@ -42,6 +42,8 @@ typedef struct tl_session_params {
     int n_threads;    /* <= 0: number of cores */
     size_t cache_mb;  /* KV prefix-cache budget; 0: default */
     int32_t n_ctx;    /* longest sequence accepted; 0: the model's context length */
+    bool extend_ctx;  /* allow n_ctx beyond the model's trained context length (RoPE
+                         extrapolates, quality drops); otherwise that is an error */
 } tl_session_params;
 
 tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_session **out, tl_error *err);
@@ -77,5 +79,21 @@ tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *lo
  * `typellm logits` and prompt logprobs. */
 tl_status tl_session_eval_last(tl_session *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
                                tl_usage *usage, tl_error *err);
+
+/* ---- cache control and introspection -------------------------------------- */
+
+/* Caches ids[0..n) (computing what is missing) and pins it: a pinned prefix is
+ * never evicted until the matching tl_session_unpin. Pins nest. */
+tl_status tl_session_pin(tl_session *s, const int32_t *ids, size_t n, tl_usage *usage, tl_error *err);
+void tl_session_unpin(tl_session *s, const int32_t *ids, size_t n);
+/* Length of the longest prefix of ids[0..n) whose KV rows are cached. */
+size_t tl_session_cached_prefix(const tl_session *s, const int32_t *ids, size_t n);
+/* Bytes the KV cache holds now, and its budget (what cache_mb set, or the
+ * default: the model's whole context, clamped to 256..1024 MB). The cache is
+ * trimmed to the budget after every call; only pinned or in-flight blocks can
+ * keep it above. */
+size_t tl_session_cache_bytes(const tl_session *s);
+size_t tl_session_cache_budget(const tl_session *s);
+int tl_session_n_threads(const tl_session *s);
 
 #endif

@@ -1,0 +1,297 @@
+/* forward.c: the transformer forward pass (llama / qwen2 / qwen3):
+ *   x = embed(id)
+ *   per layer:  h = RMSNorm(x)·attn_norm;  q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
+ *               [qwen3: per-head RMSNorm of q and k];  RoPE(q, k, pos);  store k, v
+ *               x += Wo · softmax(q·K^T / sqrt(d)) V          (grouped-query heads)
+ *               h = RMSNorm(x)·ffn_norm;  x += Wdown (silu(Wgate h) * (Wup h))
+ *   out = RMSNorm(x)·output_norm
+ * Matrix products go to tl_matmul; everything else is here, reducing in a
+ * fixed order per token so results are batch- and thread-independent. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/forward.h"
+#include "util/error.h"
+
+void fwd_scratch_free(fwd_scratch *sc) {
+    free(sc->buf);
+    free(sc->scores);
+    memset(sc, 0, sizeof *sc);
+}
+
+/* ---- per-token numerics --------------------------------------------------- */
+
+/* Sum of a[i]*b[i] in a fixed order: 8 interleaved partial sums, then a tree. */
+static inline float dot_f32(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++)
+        acc[i & 7] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* out = x / sqrt(mean(x^2) + eps) * w; the mean in double (as ggml does). */
+static void rms_norm(const float *x, const float *w, float *out, int64_t n, float eps) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (double)x[i] * (double)x[i];
+    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] * scale * w[i];
+}
+
+/* Rotates the first rope_dim dims of one head by pos. */
+static void rope_head(const tl_model *m, float *x, const float *cs, const float *sn) {
+    int32_t half = m->rope_dim / 2;
+    if (m->rope_neox) {
+        for (int32_t i = 0; i < half; i++) {
+            float a = x[i], b = x[i + half];
+            x[i] = a * cs[i] - b * sn[i];
+            x[i + half] = a * sn[i] + b * cs[i];
+        }
+    } else {
+        for (int32_t i = 0; i < half; i++) {
+            float a = x[2 * i], b = x[2 * i + 1];
+            x[2 * i] = a * cs[i] - b * sn[i];
+            x[2 * i + 1] = a * sn[i] + b * cs[i];
+        }
+    }
+}
+
+/* ---- the pass --------------------------------------------------------------- */
+
+typedef struct pass {
+    const tl_model *m;
+    kv_cache *c;
+    fwd_scratch *sc;
+    const fwd_token *toks;
+    int32_t n_tok;
+    int32_t layer;
+    float *x;     /* (n_tok, n_embd) residual stream */
+    float *h;     /* (n_tok, max(n_embd, n_head*head_dim_v)) normed input / attention output */
+    float *q;     /* (n_tok, n_head * head_dim_k) */
+    float *k;     /* (n_tok, kv_k) */
+    float *v;     /* (n_tok, kv_v) */
+    float *g;     /* (n_tok, n_ff) gate, then silu(gate) * up */
+    float *u;     /* (n_tok, n_ff) up; also (n_tok, n_embd) matmul outputs */
+    int64_t h_stride;
+    float *hidden_out;
+} pass;
+
+static void embed_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_matrix *E = &P->m->tok_embd;
+    for (int64_t t = b; t < e; t++)
+        tl_dequant_row(E->type, (const uint8_t *)E->data + (size_t)P->toks[t].id * E->row_bytes,
+                       P->x + t * P->m->n_embd, P->m->n_embd);
+}
+
+static void attn_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_model *m = P->m;
+    for (int64_t t = b; t < e; t++)
+        rms_norm(P->x + t * m->n_embd, m->layers[P->layer].attn_norm, P->h + t * m->n_embd, m->n_embd,
+                 m->norm_eps);
+}
+
+static void ffn_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_model *m = P->m;
+    for (int64_t t = b; t < e; t++)
+        rms_norm(P->x + t * m->n_embd, m->layers[P->layer].ffn_norm, P->h + t * m->n_embd, m->n_embd,
+                 m->norm_eps);
+}
+
+/* Biases, qwen3 head norms and RoPE on q and k; then k and v go to the cache. */
+static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_model *m = P->m;
+    const tl_layer_weights *w = &m->layers[P->layer];
+    int64_t dk = m->head_dim_k, nq = m->n_head * dk, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
+    int32_t half = m->rope_dim / 2;
+    float *cs = P->sc->scores + (size_t)thread * P->sc->score_stride; /* borrowed: 2*half floats */
+    float *sn = cs + half;
+    for (int64_t t = b; t < e; t++) {
+        float *q = P->q + t * nq, *k = P->k + t * nk, *v = P->v + t * nv;
+        if (w->bq) {
+            for (int64_t i = 0; i < nq; i++) q[i] += w->bq[i];
+            for (int64_t i = 0; i < nk; i++) k[i] += w->bk[i];
+            for (int64_t i = 0; i < nv; i++) v[i] += w->bv[i];
+        }
+        if (w->q_norm) {
+            for (int32_t hd = 0; hd < m->n_head; hd++)
+                rms_norm(q + hd * dk, w->q_norm, q + hd * dk, dk, m->norm_eps);
+            for (int32_t hd = 0; hd < m->n_head_kv; hd++)
+                rms_norm(k + hd * dk, w->k_norm, k + hd * dk, dk, m->norm_eps);
+        }
+        double pos = P->toks[t].pos;
+        for (int32_t i = 0; i < half; i++) {
+            double theta = pos * (double)m->rope_freq[i];
+            cs[i] = (float)cos(theta) * m->rope_mscale;
+            sn[i] = (float)sin(theta) * m->rope_mscale;
+        }
+        for (int32_t hd = 0; hd < m->n_head; hd++)
+            rope_head(m, q + hd * dk, cs, sn);
+        for (int32_t hd = 0; hd < m->n_head_kv; hd++)
+            rope_head(m, k + hd * dk, cs, sn);
+        const fwd_token *tk = &P->toks[t];
+        const kv_node *nd = tk->seq->path[tk->pos / TL_KV_BLOCK];
+        int32_t row = tk->pos % TL_KV_BLOCK;
+        memcpy(kv_k_row(P->c, nd, P->layer, row), k, sizeof(float) * (size_t)nk);
+        memcpy(kv_v_row(P->c, nd, P->layer, row), v, sizeof(float) * (size_t)nv);
+    }
+}
+
+/* One (token, head) per item: softmax(q·k_j / sqrt(d)) over j <= pos on the
+ * token's path, times v_j. Reads only rows on the path, written earlier in
+ * this pass or by earlier passes. */
+static void attention_items(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_model *m = P->m;
+    const kv_cache *c = P->c;
+    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
+    int32_t group = m->n_head / m->n_head_kv;
+    float scale = (float)(1.0 / sqrt((double)dk));
+    float *s = P->sc->scores + (size_t)thread * P->sc->score_stride;
+    for (int64_t item = b; item < e; item++) {
+        int64_t t = item / m->n_head;
+        int32_t hd = (int32_t)(item % m->n_head), g = hd / group;
+        const fwd_token *tk = &P->toks[t];
+        const float *q = P->q + t * m->n_head * dk + hd * dk;
+        int32_t n_ctx = tk->pos + 1;
+        float mx = -INFINITY;
+        for (int32_t j = 0; j < n_ctx; j++) {
+            const kv_node *nd = tk->seq->path[j / TL_KV_BLOCK];
+            const float *kr = kv_k_row(c, nd, P->layer, j % TL_KV_BLOCK) + g * dk;
+            s[j] = dot_f32(q, kr, dk) * scale;
+            if (s[j] > mx)
+                mx = s[j];
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j < n_ctx; j++) {
+            s[j] = expf(s[j] - mx);
+            sum += s[j];
+        }
+        float inv = (float)(1.0 / sum);
+        float *out = P->h + t * P->h_stride + hd * dv;
+        memset(out, 0, sizeof(float) * (size_t)dv);
+        for (int32_t j = 0; j < n_ctx; j++) {
+            const kv_node *nd = tk->seq->path[j / TL_KV_BLOCK];
+            const float *vr = kv_v_row(c, nd, P->layer, j % TL_KV_BLOCK) + g * dv;
+            float p = s[j] * inv;
+            for (int64_t i = 0; i < dv; i++)
+                out[i] += p * vr[i];
+        }
+    }
+}
+
+static void swiglu_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    int64_t f = P->m->n_ff;
+    for (int64_t i = b * f; i < e * f; i++) {
+        float gv = P->g[i];
+        P->g[i] = gv / (1.0f + expf(-gv)) * P->u[i];
+    }
+}
+
+static void residual_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    int64_t d = P->m->n_embd;
+    for (int64_t i = b * d; i < e * d; i++)
+        P->x[i] += P->u[i];
+}
+
+static void output_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_model *m = P->m;
+    for (int64_t t = b; t < e; t++)
+        if (P->toks[t].out >= 0)
+            rms_norm(P->x + t * m->n_embd, m->output_norm, P->hidden_out + (size_t)P->toks[t].out * m->n_embd,
+                     m->n_embd, m->norm_eps);
+}
+
+static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok,
+                                 int32_t max_pos, pass *P, tl_error *err) {
+    int64_t E = m->n_embd, nq = (int64_t)m->n_head * m->head_dim_k, no = (int64_t)m->n_head * m->head_dim_v;
+    int64_t hs = E > no ? E : no, F = m->n_ff, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
+    int64_t ue = F > E ? F : E;
+    size_t need = (size_t)n_tok * (size_t)(E + hs + nq + nk + nv + F + ue);
+    if (need > sc->cap_floats) {
+        free(sc->buf);
+        sc->buf = malloc(sizeof(float) * need);
+        sc->cap_floats = sc->buf ? need : 0;
+        if (!sc->buf)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for activations of %d tokens", n_tok);
+    }
+    /* per-thread scores: attention weights over max_pos+1 rows, or RoPE cos/sin */
+    size_t stride = (size_t)max_pos + 1 > (size_t)m->rope_dim ? (size_t)max_pos + 1 : (size_t)m->rope_dim;
+    stride = (stride + 15) & ~(size_t)15;
+    size_t n_threads = (size_t)tl_pool_size(pool);
+    if (stride * n_threads > sc->cap_scores) {
+        free(sc->scores);
+        sc->scores = malloc(sizeof(float) * stride * n_threads);
+        sc->cap_scores = sc->scores ? stride * n_threads : 0;
+        if (!sc->scores)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention scores");
+    }
+    sc->score_stride = stride;
+    float *p = sc->buf;
+    P->x = p, p += (size_t)n_tok * E;
+    P->h = p, p += (size_t)n_tok * hs;
+    P->h_stride = no;
+    P->q = p, p += (size_t)n_tok * nq;
+    P->k = p, p += (size_t)n_tok * nk;
+    P->v = p, p += (size_t)n_tok * nv;
+    P->g = p, p += (size_t)n_tok * F;
+    P->u = p;
+    return TL_OK;
+}
+
+tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch *sc, const fwd_token *toks,
+                     int32_t n_tok, float *hidden_out, tl_error *err) {
+    if (n_tok <= 0)
+        return TL_OK;
+    int32_t max_pos = 0;
+    for (int32_t t = 0; t < n_tok; t++) {
+        if (toks[t].id < 0 || toks[t].id >= m->n_vocab)
+            return tl_error_set(err, TL_ERR_INVALID, "token id %d out of range [0, %d)", toks[t].id, m->n_vocab);
+        if (toks[t].pos > max_pos)
+            max_pos = toks[t].pos;
+    }
+    pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out};
+    tl_status st = scratch_reserve(m, pool, sc, n_tok, max_pos, &P, err);
+    if (st != TL_OK)
+        return st;
+    tl_pool_run(pool, n_tok, 1, embed_rows, &P);
+    for (int32_t l = 0; l < m->n_layer; l++) {
+        const tl_layer_weights *w = &m->layers[l];
+        P.layer = l;
+        tl_pool_run(pool, n_tok, 1, attn_norm_rows, &P);
+        tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
+        tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
+        tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
+        tl_pool_run(pool, n_tok, 1, qk_prepare_rows, &P);
+        /* attention output (n_tok, n_head * head_dim_v) goes into h */
+        tl_pool_run(pool, (int64_t)n_tok * m->n_head, 1, attention_items, &P);
+        tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
+        tl_pool_run(pool, n_tok, 1, residual_rows, &P);
+        tl_pool_run(pool, n_tok, 1, ffn_norm_rows, &P);
+        tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
+        tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+        tl_pool_run(pool, n_tok, 1, swiglu_rows, &P);
+        tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
+        tl_pool_run(pool, n_tok, 1, residual_rows, &P);
+    }
+    if (hidden_out)
+        tl_pool_run(pool, n_tok, 1, output_norm_rows, &P);
+    return TL_OK;
+}
+
+void tl_forward_logits(const tl_model *m, tl_pool *pool, const float *hidden, int32_t n_rows, float *logits) {
+    if (n_rows > 0)
+        tl_matmul(pool, &m->output, hidden, n_rows, logits);
+}

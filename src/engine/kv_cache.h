@@ -1,0 +1,93 @@
+/* kv_cache.h: the session's KV prefix cache: a radix tree over token ids
+ * whose nodes are fixed-size blocks of KV rows.
+ *
+ * Each node holds up to TL_KV_BLOCK consecutive tokens of some sequence and
+ * their keys and values for every layer; its parent holds the block before
+ * it. A sequence is a root-to-node path. Invariants:
+ *  - only full nodes (TL_KV_BLOCK ready rows) have children, so a path's
+ *    blocks cover positions [0, n) back to back;
+ *  - rows [0, n_ready) are computed and matchable; rows [n_ready, n_planned)
+ *    are being computed by the evaluation that claimed the node (at most one:
+ *    everyone else copies the rows they share into a new node: copy on write);
+ *  - a node with pins > 0 (on the path of an evaluation in flight, or pinned
+ *    by the caller) or with children is never evicted; the rest go least
+ *    recently used first when the cache is over its byte budget.
+ * Reuse is exact: a row is only ever read at the position it was computed
+ * for, after exactly the tokens on its path. */
+#ifndef TL_ENGINE_KV_CACHE_H
+#define TL_ENGINE_KV_CACHE_H
+
+#include <stdint.h>
+
+#include "engine/model_internal.h"
+
+#define TL_KV_BLOCK 16
+
+typedef struct kv_node kv_node;
+struct kv_node {
+    kv_node *parent;
+    kv_node **children;
+    int32_t n_children, cap_children;
+    int32_t tokens[TL_KV_BLOCK];
+    int32_t n_ready;
+    int32_t n_planned;
+    int32_t pins;
+    size_t index;        /* in kv_cache.nodes */
+    uint64_t last_used;  /* kv_cache.tick when last on a path */
+    float *kv;           /* n_layer x { K: TL_KV_BLOCK x kv_k, V: TL_KV_BLOCK x kv_v } */
+};
+
+typedef struct kv_cache {
+    kv_node root;        /* no tokens, no kv */
+    kv_node **nodes;     /* every node but the root */
+    size_t n_nodes, cap_nodes;
+    int32_t n_layer;
+    int64_t kv_k, kv_v;  /* floats per row of K / V */
+    size_t layer_floats; /* TL_KV_BLOCK * (kv_k + kv_v) */
+    size_t node_bytes;   /* what one node costs, counted against the budget */
+    size_t budget_bytes;
+    uint64_t tick;
+} kv_cache;
+
+/* One sequence's hold on the cache during an evaluation: the path covering
+ * [0, n), how much of it was already computed, and what to undo on failure. */
+typedef struct kv_seq {
+    kv_node **path;
+    int32_t n_path, cap_path;
+    int32_t matched;          /* leading tokens whose rows were found ready */
+    kv_node *extended;        /* node claimed for in-place extension, or NULL */
+    int32_t extended_planned; /* its n_planned before the claim */
+    int32_t first_new;        /* path index of the first node this sequence created */
+} kv_seq;
+
+void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes);
+void kv_cache_free(kv_cache *c);
+static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes; }
+
+static inline float *kv_k_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
+    return nd->kv + (size_t)layer * c->layer_floats + (size_t)row * (size_t)c->kv_k;
+}
+static inline float *kv_v_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
+    return nd->kv + (size_t)layer * c->layer_floats + (size_t)TL_KV_BLOCK * (size_t)c->kv_k +
+           (size_t)row * (size_t)c->kv_v;
+}
+
+/* Finds the longest ready prefix of ids[0..n) and builds (pins) a path
+ * covering all n positions: matched blocks, then a claimed or copied partial
+ * block, then new blocks holding the remaining tokens. */
+tl_status kv_seq_acquire(kv_cache *c, const int32_t *ids, int32_t n, kv_seq *s, tl_error *err);
+/* After the forward pass wrote every planned row: marks them ready, unpins. */
+void kv_seq_commit(kv_cache *c, kv_seq *s);
+/* After a failure: removes the blocks this sequence created, unpins. */
+void kv_seq_abort(kv_cache *c, kv_seq *s);
+void kv_seq_free(kv_seq *s);
+
+/* Length of the longest ready prefix of ids[0..n) (no side effects). */
+int32_t kv_cache_lookup(const kv_cache *c, const int32_t *ids, int32_t n);
+/* pins += delta along the ready path of ids[0..n); returns how many tokens it covered. */
+int32_t kv_cache_pin(kv_cache *c, const int32_t *ids, int32_t n, int delta);
+/* Evicts unpinned leaves, least recently used first, down to the budget
+ * (down to nothing unpinned when budget is 0). */
+void kv_cache_trim(kv_cache *c, size_t budget_bytes);
+
+#endif

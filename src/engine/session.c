@@ -1,0 +1,349 @@
+/* session.c: sessions: a thread pool, a KV prefix cache and the evaluation
+ * calls of engine.h.
+ *
+ * An evaluation of K sequences runs in two steps: (1) the prefix all K share
+ * is brought into the cache (computing only what is not there yet); (2) every
+ * sequence finds its longest cached prefix and all K uncached tails run
+ * together, in passes of at most UBATCH tokens, each tail attending to its
+ * own path. Output positions always run through the model (a cache holds
+ * K/V rows, not logits), so a fully cached sequence recomputes its last
+ * token and rewrites that row with the same bits. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/forward.h"
+#include "util/error.h"
+
+#define UBATCH 512           /* tokens per forward pass */
+#define LOGIT_GROUP 16       /* output rows turned into logits at a time */
+#define MIN_DEFAULT_CACHE_MB 256
+#define MAX_DEFAULT_CACHE_MB 1024
+
+struct tl_session {
+    const tl_model *m;
+    tl_pool *pool;
+    int32_t n_ctx;
+    kv_cache cache;
+    fwd_scratch scratch;
+    kv_seq *seqs;            /* (cap_seqs) */
+    size_t cap_seqs;
+    fwd_token *toks;         /* (cap_toks) */
+    size_t cap_toks;
+    float *hidden;           /* (cap_hidden, n_embd) final states of output positions */
+    size_t cap_hidden;
+    float *logits;           /* (LOGIT_GROUP, n_vocab) */
+};
+
+/* One sequence of a run: n_out trailing positions want final states, which
+ * land in hidden rows [hidden_row, hidden_row + n_out). */
+typedef struct run_seq {
+    const int32_t *ids;
+    int32_t n;
+    int32_t n_out;
+    int32_t hidden_row;
+} run_seq;
+
+tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_session **out, tl_error *err) {
+    *out = NULL;
+    tl_session_params p = {0};
+    if (params)
+        p = *params;
+    if (p.n_ctx < 0)
+        return tl_error_set(err, TL_ERR_INVALID, "session n_ctx %d is negative", p.n_ctx);
+    if (p.n_ctx > m->n_ctx_train && !p.extend_ctx)
+        return tl_error_set(err, TL_ERR_LIMIT, "session context of %d tokens exceeds the model's context length %d",
+                            p.n_ctx, m->n_ctx_train);
+    tl_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    s->m = m;
+    s->n_ctx = p.n_ctx ? p.n_ctx : m->n_ctx_train;
+    kv_cache_init(&s->cache, m, 0);
+    size_t budget = p.cache_mb << 20;
+    if (!p.cache_mb) {
+        /* enough for the whole context, within sensible bounds */
+        size_t blocks = ((size_t)s->n_ctx + TL_KV_BLOCK - 1) / TL_KV_BLOCK;
+        budget = blocks * s->cache.node_bytes;
+        if (budget < ((size_t)MIN_DEFAULT_CACHE_MB << 20))
+            budget = (size_t)MIN_DEFAULT_CACHE_MB << 20;
+        if (budget > ((size_t)MAX_DEFAULT_CACHE_MB << 20))
+            budget = (size_t)MAX_DEFAULT_CACHE_MB << 20;
+    }
+    s->cache.budget_bytes = budget;
+    s->pool = tl_pool_new(p.n_threads);
+    s->logits = malloc(sizeof(float) * LOGIT_GROUP * (size_t)m->n_vocab);
+    if (!s->pool || !s->logits) {
+        tl_session_free(s);
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory for a session");
+    }
+    *out = s;
+    return TL_OK;
+}
+
+void tl_session_free(tl_session *s) {
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->cap_seqs; i++)
+        kv_seq_free(&s->seqs[i]);
+    free(s->seqs);
+    free(s->toks);
+    free(s->hidden);
+    free(s->logits);
+    fwd_scratch_free(&s->scratch);
+    kv_cache_free(&s->cache);
+    tl_pool_free(s->pool);
+    free(s);
+}
+
+const tl_model *tl_session_model(const tl_session *s) { return s->m; }
+void tl_session_flush(tl_session *s) { kv_cache_trim(&s->cache, 0); }
+size_t tl_session_cache_bytes(const tl_session *s) { return kv_cache_bytes(&s->cache); }
+size_t tl_session_cache_budget(const tl_session *s) { return s->cache.budget_bytes; }
+int tl_session_n_threads(const tl_session *s) { return tl_pool_size(s->pool); }
+
+size_t tl_session_cached_prefix(const tl_session *s, const int32_t *ids, size_t n) {
+    if (n > INT32_MAX)
+        n = INT32_MAX;
+    return (size_t)kv_cache_lookup(&s->cache, ids, (int32_t)n);
+}
+
+static tl_status grow(void **buf, size_t *cap, size_t need, size_t elem, tl_error *err) {
+    if (need <= *cap)
+        return TL_OK;
+    size_t cap2 = *cap ? *cap : 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *p = realloc(*buf, cap2 * elem);
+    if (!p)
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    *buf = p;
+    *cap = cap2;
+    return TL_OK;
+}
+
+static tl_status check_ids(const tl_session *s, const int32_t *ids, size_t n, size_t which, tl_error *err) {
+    if (n == 0)
+        return tl_error_set(err, TL_ERR_INVALID, "sequence %zu is empty", which);
+    if (n > (size_t)s->n_ctx)
+        return tl_error_set(err, TL_ERR_LIMIT, "sequence %zu has %zu tokens, more than the context length %d%s",
+                            which, n, s->n_ctx,
+                            s->n_ctx == s->m->n_ctx_train ? " the model was trained for" : "");
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= s->m->n_vocab)
+            return tl_error_set(err, TL_ERR_INVALID, "sequence %zu: token %zu has id %d, outside [0, %d)", which, i,
+                                ids[i], s->m->n_vocab);
+    return TL_OK;
+}
+
+/* Acquires paths for k sequences, runs their uncached (and output) positions
+ * through the model, commits. *computed and *passes are added to. */
+static tl_status run(tl_session *s, const run_seq *rs, size_t k, int64_t *computed, int64_t *passes,
+                     tl_error *err) {
+    tl_status st;
+    if (s->cap_seqs < k) {
+        size_t old = s->cap_seqs;
+        kv_seq *p = realloc(s->seqs, k * sizeof *p);
+        if (!p)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+        memset(p + old, 0, (k - old) * sizeof *p);
+        s->seqs = p;
+        s->cap_seqs = k;
+    }
+    size_t acquired = 0, n_tok = 0, n_hidden = 0;
+    for (; acquired < k; acquired++) {
+        if ((st = kv_seq_acquire(&s->cache, rs[acquired].ids, rs[acquired].n, &s->seqs[acquired], err)) != TL_OK) {
+            acquired++; /* a partial acquire is undone like a full one */
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < k; i++) {
+        int32_t from = s->seqs[i].matched, out_from = rs[i].n - rs[i].n_out;
+        if (from > out_from)
+            from = out_from;
+        n_tok += (size_t)(rs[i].n - from);
+        if ((size_t)rs[i].hidden_row + (size_t)rs[i].n_out > n_hidden)
+            n_hidden = (size_t)rs[i].hidden_row + (size_t)rs[i].n_out;
+    }
+    if ((st = grow((void **)&s->toks, &s->cap_toks, n_tok, sizeof *s->toks, err)) != TL_OK ||
+        (st = grow((void **)&s->hidden, &s->cap_hidden, n_hidden * (size_t)s->m->n_embd, sizeof(float), err)) !=
+            TL_OK)
+        goto fail;
+    size_t t = 0;
+    for (size_t i = 0; i < k; i++) {
+        int32_t from = s->seqs[i].matched, out_from = rs[i].n - rs[i].n_out;
+        if (from > out_from)
+            from = out_from;
+        for (int32_t p = from; p < rs[i].n; p++, t++)
+            s->toks[t] = (fwd_token){.id = rs[i].ids[p],
+                                     .pos = p,
+                                     .seq = &s->seqs[i],
+                                     .out = p >= out_from ? rs[i].hidden_row + (p - out_from) : -1};
+    }
+    for (size_t b = 0; b < n_tok; b += UBATCH) {
+        int32_t len = (int32_t)(n_tok - b < UBATCH ? n_tok - b : UBATCH);
+        if ((st = tl_forward(s->m, s->pool, &s->cache, &s->scratch, s->toks + b, len, s->hidden, err)) != TL_OK)
+            goto fail;
+        (*passes)++;
+    }
+    *computed += (int64_t)n_tok;
+    for (size_t i = 0; i < k; i++)
+        kv_seq_commit(&s->cache, &s->seqs[i]);
+    return TL_OK;
+fail:
+    while (acquired > 0) {
+        acquired--;
+        kv_seq_abort(&s->cache, &s->seqs[acquired]);
+    }
+    return st;
+}
+
+static void account(tl_usage *usage, int64_t prompt, int64_t computed, int64_t passes) {
+    if (!usage)
+        return;
+    usage->prompt_tokens += prompt;
+    usage->computed_tokens += computed;
+    usage->cached_tokens += prompt > computed ? prompt - computed : 0;
+    usage->forward_passes += passes;
+}
+
+/* log-softmax of one logits row at the candidate ids; the normalizer in double. */
+static void cand_logprobs(const float *row, int32_t n_vocab, const tl_seq *q) {
+    float mx = row[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (row[i] > mx)
+            mx = row[i];
+    double sum = 0.0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        sum += exp((double)row[i] - mx);
+    double lse = mx + log(sum);
+    for (size_t c = 0; c < q->n_cands; c++)
+        q->cand_logprobs[c] = (double)row[q->cands[c]] - lse;
+}
+
+tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
+    tl_status st;
+    if (k == 0)
+        return TL_OK;
+    if (k > (size_t)INT32_MAX / 2)
+        return tl_error_set(err, TL_ERR_LIMIT, "%zu sequences in one batch", k);
+    int64_t prompt = 0, computed = 0, passes = 0;
+    for (size_t i = 0; i < k; i++) {
+        if ((st = check_ids(s, seqs[i].ids, seqs[i].n, i, err)) != TL_OK)
+            return st;
+        if (seqs[i].n_cands && (!seqs[i].cands || !seqs[i].cand_logprobs))
+            return tl_error_set(err, TL_ERR_INVALID, "sequence %zu: candidates without cands/cand_logprobs", i);
+        for (size_t c = 0; c < seqs[i].n_cands; c++)
+            if (seqs[i].cands[c] < 0 || seqs[i].cands[c] >= s->m->n_vocab)
+                return tl_error_set(err, TL_ERR_INVALID, "sequence %zu: candidate %zu has id %d, outside [0, %d)", i,
+                                    c, seqs[i].cands[c], s->m->n_vocab);
+        prompt += (int64_t)seqs[i].n;
+    }
+    /* (1) the prefix every sequence shares, computed at most once */
+    if (k > 1) {
+        size_t common = seqs[0].n;
+        for (size_t i = 1; i < k && common > 0; i++) {
+            size_t j = 0, lim = seqs[i].n < common ? seqs[i].n : common;
+            while (j < lim && seqs[i].ids[j] == seqs[0].ids[j])
+                j++;
+            common = j;
+        }
+        if (common > 0) {
+            run_seq shared = {.ids = seqs[0].ids, .n = (int32_t)common, .n_out = 0, .hidden_row = 0};
+            if ((st = run(s, &shared, 1, &computed, &passes, err)) != TL_OK)
+                return st;
+        }
+    }
+    /* (2) every tail in one batch */
+    run_seq *rs = calloc(k, sizeof *rs);
+    if (!rs)
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    int32_t rows = 0;
+    for (size_t i = 0; i < k; i++) {
+        bool wants = seqs[i].logits || seqs[i].n_cands;
+        rs[i] = (run_seq){.ids = seqs[i].ids, .n = (int32_t)seqs[i].n, .n_out = wants ? 1 : 0, .hidden_row = rows};
+        rows += wants;
+    }
+    st = run(s, rs, k, &computed, &passes, err);
+    if (st == TL_OK) {
+        /* logits a group of rows at a time (row results do not depend on grouping) */
+        int32_t n_vocab = s->m->n_vocab;
+        size_t i = 0;
+        for (int32_t r0 = 0; r0 < rows; r0 += LOGIT_GROUP) {
+            int32_t n_rows = rows - r0 < LOGIT_GROUP ? rows - r0 : LOGIT_GROUP;
+            tl_forward_logits(s->m, s->pool, s->hidden + (size_t)r0 * s->m->n_embd, n_rows, s->logits);
+            for (; i < k && (rs[i].n_out == 0 || rs[i].hidden_row < r0 + n_rows); i++) {
+                if (!rs[i].n_out)
+                    continue;
+                const float *row = s->logits + (size_t)(rs[i].hidden_row - r0) * n_vocab;
+                if (seqs[i].logits)
+                    memcpy(seqs[i].logits, row, sizeof(float) * (size_t)n_vocab);
+                if (seqs[i].n_cands)
+                    cand_logprobs(row, n_vocab, &seqs[i]);
+            }
+        }
+    }
+    free(rs);
+    kv_cache_trim(&s->cache, s->cache.budget_bytes);
+    if (st == TL_OK)
+        account(usage, prompt, computed, passes);
+    return st;
+}
+
+tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
+                          tl_error *err) {
+    tl_seq q = {.ids = ids, .n = n, .logits = logits};
+    if (!logits) {
+        /* cache only: no output position needed */
+        tl_status st = check_ids(s, ids, n, 0, err);
+        if (st != TL_OK)
+            return st;
+        int64_t computed = 0, passes = 0;
+        run_seq rs = {.ids = ids, .n = (int32_t)n, .n_out = 0, .hidden_row = 0};
+        st = run(s, &rs, 1, &computed, &passes, err);
+        kv_cache_trim(&s->cache, s->cache.budget_bytes);
+        if (st == TL_OK)
+            account(usage, (int64_t)n, computed, passes);
+        return st;
+    }
+    return tl_session_eval_batch(s, &q, 1, usage, err);
+}
+
+tl_status tl_session_eval_last(tl_session *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                               tl_usage *usage, tl_error *err) {
+    tl_status st = check_ids(s, ids, n, 0, err);
+    if (st != TL_OK)
+        return st;
+    if (k_last == 0 || k_last > n)
+        return tl_error_set(err, TL_ERR_INVALID, "asked for the last %zu positions of %zu tokens", k_last, n);
+    int64_t computed = 0, passes = 0;
+    run_seq rs = {.ids = ids, .n = (int32_t)n, .n_out = (int32_t)k_last, .hidden_row = 0};
+    st = run(s, &rs, 1, &computed, &passes, err);
+    if (st == TL_OK)
+        tl_forward_logits(s->m, s->pool, s->hidden, (int32_t)k_last, logits);
+    kv_cache_trim(&s->cache, s->cache.budget_bytes);
+    if (st == TL_OK)
+        account(usage, (int64_t)n, computed, passes);
+    return st;
+}
+
+tl_status tl_session_pin(tl_session *s, const int32_t *ids, size_t n, tl_usage *usage, tl_error *err) {
+    tl_status st = check_ids(s, ids, n, 0, err);
+    if (st != TL_OK)
+        return st;
+    int64_t computed = 0, passes = 0;
+    run_seq rs = {.ids = ids, .n = (int32_t)n, .n_out = 0, .hidden_row = 0};
+    if ((st = run(s, &rs, 1, &computed, &passes, err)) != TL_OK)
+        return st;
+    kv_cache_pin(&s->cache, ids, (int32_t)n, +1); /* before trimming, so it stays */
+    kv_cache_trim(&s->cache, s->cache.budget_bytes);
+    account(usage, (int64_t)n, computed, passes);
+    return TL_OK;
+}
+
+void tl_session_unpin(tl_session *s, const int32_t *ids, size_t n) {
+    if (n > (size_t)s->n_ctx)
+        return;
+    kv_cache_pin(&s->cache, ids, (int32_t)n, -1);
+    kv_cache_trim(&s->cache, s->cache.budget_bytes);
+}
