@@ -1,0 +1,160 @@
+/* decide_api.c: POST /v1/decide, `typellm decide` over HTTP:
+ * {context, schema, mode, style, temperature, seed, threshold} -> the same
+ * JSON the command prints. Validation errors are FastAPI-shaped (422 with a
+ * loc path); schema errors from tl_decide keep its JSON path in the message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decide/decide.h"
+#include "server/server_internal.h"
+#include "util/error.h"
+
+static void fail(parse_failure *f, const char *field, const char *type, const char *msg) {
+    f->status = 422;
+    f->body = json_pack("{s:[{s:[s,s],s:s,s:s}]}", "detail", "loc", "body", field, "msg", msg, "type", type);
+}
+
+void decide_request_free(decide_request *r) {
+    free(r->context);
+    free(r->mode);
+    free(r->style);
+    json_decref(r->root);
+    memset(r, 0, sizeof *r);
+}
+
+bool decide_request_parse(const char *body, size_t len, decide_request *out, parse_failure *f) {
+    memset(out, 0, sizeof *out);
+    json_t *root = parse_json_body(body, len, true, f);
+    if (!root)
+        return false;
+    out->root = root;
+    if (!json_is_object(root)) {
+        f->status = 422;
+        f->body = json_pack("{s:[{s:[s],s:s,s:s}]}", "detail", "loc", "body", "msg", "the body must be a JSON object",
+                            "type", "dict_type");
+        goto bad;
+    }
+    const json_t *ctx = json_object_get(root, "context");
+    if (!ctx) {
+        fail(f, "context", "missing", "Field required");
+        goto bad;
+    }
+    if (json_is_string(ctx)) {
+        out->context_len = json_string_length(ctx);
+        out->context = malloc(out->context_len + 1);
+        if (out->context)
+            memcpy(out->context, json_string_value(ctx), out->context_len + 1);
+    } else if (json_is_object(ctx) || json_is_array(ctx)) {
+        out->context = json_dumps(ctx, JSON_COMPACT);
+        out->context_len = out->context ? strlen(out->context) : 0;
+    } else {
+        fail(f, "context", "string_type", "context must be a string (or an object/array, sent as JSON text)");
+        goto bad;
+    }
+    if (!out->context) {
+        fail(f, "context", "value_error", "out of memory");
+        goto bad;
+    }
+    const json_t *schema = json_object_get(root, "schema");
+    if (!schema) {
+        fail(f, "schema", "missing", "Field required");
+        goto bad;
+    }
+    if (!json_is_object(schema)) {
+        fail(f, "schema", "dict_type", "schema must be a JSON Schema object");
+        goto bad;
+    }
+    out->schema = schema;
+    const char *strs[2] = {"mode", "style"};
+    char **dst[2] = {&out->mode, &out->style};
+    for (int k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(root, strs[k]);
+        if (!v || json_is_null(v))
+            continue;
+        if (!json_is_string(v)) {
+            fail(f, strs[k], "string_type", k == 0 ? "mode must be \"sequential\", \"batch\" or \"auto\""
+                                                   : "style must be \"chat\" or \"record\"");
+            goto bad;
+        }
+        const char *sv = json_string_value(v);
+        bool okv = k == 0 ? (!strcmp(sv, "sequential") || !strcmp(sv, "batch") || !strcmp(sv, "auto"))
+                          : (!strcmp(sv, "chat") || !strcmp(sv, "record"));
+        if (!okv) {
+            fail(f, strs[k], "literal_error", k == 0 ? "mode must be \"sequential\", \"batch\" or \"auto\""
+                                                     : "style must be \"chat\" or \"record\"");
+            goto bad;
+        }
+        *dst[k] = strdup(sv);
+    }
+    const json_t *t = json_object_get(root, "temperature");
+    if (t && !json_is_null(t)) {
+        if (!json_is_number(t) || !(json_number_value(t) >= 0) || !isfinite(json_number_value(t))) {
+            fail(f, "temperature", "float_type", "temperature must be a number >= 0");
+            goto bad;
+        }
+        out->temperature = json_number_value(t);
+    }
+    const json_t *seed = json_object_get(root, "seed");
+    if (seed && !json_is_null(seed)) {
+        if (!json_is_integer(seed) || json_integer_value(seed) < 0) {
+            fail(f, "seed", "int_type", "seed must be a non-negative integer");
+            goto bad;
+        }
+        out->seed = (uint64_t)json_integer_value(seed);
+    }
+    const json_t *th = json_object_get(root, "threshold");
+    if (th && !json_is_null(th)) {
+        double x = json_is_number(th) ? json_number_value(th) : -1;
+        if (!(x >= 0 && x <= 1)) {
+            fail(f, "threshold", "float_type", "threshold must be a number in [0, 1]");
+            goto bad;
+        }
+        out->threshold = x;
+    }
+    return true;
+bad:
+    decide_request_free(out);
+    return false;
+}
+
+void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    decide_request dr;
+    parse_failure f;
+    if (!decide_request_parse(req->body, req->body_len, &dr, &f)) {
+        reply_json(r, f.status, f.body);
+        return;
+    }
+    if (!tl_server_slot_acquire(s)) {
+        r->retry_after_s = 1;
+        reply_typed_error(r, 429, "overloaded_error", "the server is busy; retry shortly");
+        decide_request_free(&dr);
+        return;
+    }
+    sched_wait w = server_wait_for(s, req);
+    tl_backend b;
+    sched_backend_impl impl;
+    tl_sched_backend_init(&b, &impl, s->sched, s->model, &w);
+    tl_decide_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.mode = dr.mode;
+    opts.style = dr.style;
+    opts.temperature = dr.temperature;
+    opts.seed = dr.seed;
+    opts.threshold = dr.threshold;
+    json_t *result = NULL;
+    tl_error err = {0};
+    tl_status st = tl_decide(&b, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
+    tl_server_slot_release(s);
+    if (st == TL_OK) {
+        reply_json(r, 200, result);
+    } else if (st == TL_ERR_SCHEMA || st == TL_ERR_INVALID || st == TL_ERR_UNSUPPORTED || st == TL_ERR_FORMAT) {
+        reply_detail_error(r, 422, json_pack("[s,s]", "body", "schema"), "value_error", "%s", err.msg);
+    } else if (st == TL_ERR_LIMIT) {
+        reply_typed_error(r, 413, "tokens_exceeded", "%s", err.msg);
+    } else {
+        int code = http_status_for(st);
+        reply_typed_error(r, code, code == 504 ? "timeout_error" : "api_error", "%s", err.msg);
+    }
+    decide_request_free(&dr);
+}

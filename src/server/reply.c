@@ -1,0 +1,91 @@
+/* reply.c: building HTTP replies, and the two error dialects the server
+ * speaks: SGLang's {"error":{"message","code"}} on its native endpoints and
+ * FastAPI's {"detail":...} on the System One / decide endpoints (which
+ * clients parse: a 422 carries a list with loc paths, auth and limit errors
+ * an object with error_type). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/server_internal.h"
+#include "util/error.h"
+
+void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
+
+void reply_json(tl_http_reply *r, int status, json_t *j) {
+    r->status = status;
+    r->content_type = "application/json";
+    tl_strbuf_clear(&r->body);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    if (text) {
+        tl_strbuf_puts(&r->body, text);
+        free(text);
+    } else {
+        r->status = 500;
+        tl_strbuf_puts(&r->body, "{\"error\":{\"message\":\"out of memory\",\"code\":500}}");
+    }
+    json_decref(j);
+}
+
+static void vformat(char *buf, size_t cap, const char *fmt, va_list ap) {
+    vsnprintf(buf, cap, fmt, ap);
+}
+
+void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_json(r, status, json_pack("{s:{s:s,s:i}}", "error", "message", msg, "code", status));
+}
+
+void reply_detail_error(tl_http_reply *r, int status, json_t *loc, const char *type, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_json(r, status, json_pack("{s:[{s:o,s:s,s:s}]}", "detail", "loc", loc ? loc : json_array(), "msg", msg,
+                                    "type", type));
+}
+
+void reply_typed_error(tl_http_reply *r, int status, const char *error_type, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_json(r, status, json_pack("{s:{s:s,s:s}}", "detail", "error_type", error_type, "message", msg));
+}
+
+int http_status_for(tl_status st) {
+    switch (st) {
+    case TL_OK: return 200;
+    case TL_ERR_INVALID:
+    case TL_ERR_SCHEMA:
+    case TL_ERR_UNSUPPORTED: return 422;
+    case TL_ERR_FORMAT: return 400;
+    case TL_ERR_LIMIT: return 413;
+    case TL_ERR_TIMEOUT: return 504;
+    case TL_ERR_CANCELLED: return 499;
+    case TL_ERR_NOMEM: return 503;
+    default: return 500;
+    }
+}
+
+json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail) {
+    json_error_t je;
+    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (root)
+        return root;
+    char msg[400];
+    snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
+    fail->status = 400;
+    if (fastapi_style)
+        fail->body = json_pack("{s:[{s:[s,i],s:s,s:s}]}", "detail", "loc", "body", je.position, "msg", msg,
+                               "type", "json_invalid");
+    else
+        fail->body = json_pack("{s:{s:s,s:i}}", "error", "message", msg, "code", 400);
+    return NULL;
+}

@@ -1,0 +1,346 @@
+/* server.c: the server's life cycle and its libmicrohttpd glue: bind,
+ * collect request bodies under the size limit, check the API key, route to
+ * the endpoint handlers, log one line per request, shut down cleanly.
+ *
+ * MHD runs one thread per connection, so a handler may block on the
+ * scheduler without holding up other clients; while it waits it polls its
+ * socket to notice a client that went away. */
+#define _GNU_SOURCE /* POLLRDHUP, strncasecmp */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "server/server_internal.h"
+#include "util/error.h"
+#include "util/fileio.h"
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err) {
+    tl_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
+    s->p = *params;
+    s->host = strdup(params->host ? params->host : "127.0.0.1");
+    s->api_key = params->api_key ? strdup(params->api_key) : NULL;
+    s->p.host = s->host;
+    s->p.api_key = s->api_key;
+    if (!s->p.max_body) s->p.max_body = 8u << 20;
+    if (s->p.max_questions <= 0) s->p.max_questions = 256;
+    if (s->p.max_new_tokens <= 0) s->p.max_new_tokens = 4096;
+    if (s->p.max_queue <= 0) s->p.max_queue = 64;
+    if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 300;
+    s->model = m;
+    s->vocab = tl_model_vocab(m);
+    s->n_vocab = tl_model_n_vocab(m);
+    s->n_ctx = tl_model_n_ctx_train(m);
+    if (s->p.max_tokens <= 0 || s->p.max_tokens > s->n_ctx) s->p.max_tokens = s->n_ctx;
+    pthread_mutex_init(&s->mu, NULL);
+    s->started_s = tl_now_s();
+    tl_session_params sp = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0};
+    tl_status st = tl_session_new(m, &sp, &s->session, err);
+    if (st == TL_OK)
+        st = tl_scheduler_new(s->session, 256, &s->sched, err);
+    if (st != TL_OK) {
+        tl_server_free(s);
+        return st;
+    }
+    *out = s;
+    return TL_OK;
+}
+
+void tl_server_free(tl_server *s) {
+    if (!s)
+        return;
+    tl_server_stop(s);
+    tl_scheduler_free(s->sched);
+    tl_session_free(s->session);
+    pthread_mutex_destroy(&s->mu);
+    free(s->host);
+    free(s->api_key);
+    free(s);
+}
+
+int tl_server_port(const tl_server *s) { return s->port; }
+
+bool tl_server_slot_acquire(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    bool ok = s->in_flight < s->p.max_queue;
+    if (ok)
+        s->in_flight++;
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+void tl_server_slot_release(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    s->in_flight--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t tl_server_next_rid(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    uint64_t r = ++s->next_rid;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
+    sched_wait w = {0};
+    w.deadline_s = tl_now_s() + s->p.request_timeout_s;
+    w.client_gone = req->client_gone;
+    w.client_ctx = req->client_ctx;
+    return w;
+}
+
+/* ---- routing (socket-free) ----------------------------------------------------- */
+
+/* Constant-time comparison of the presented key with ours. */
+static bool key_matches(const char *want, const char *got) {
+    size_t wl = strlen(want), gl = strlen(got);
+    unsigned diff = (unsigned)(wl ^ gl);
+    for (size_t i = 0; i < gl; i++)
+        diff |= (unsigned char)got[i] ^ (unsigned char)want[i % (wl ? wl : 1)];
+    return diff == 0 && wl == gl;
+}
+
+typedef struct route {
+    const char *method; /* NULL: GET or POST */
+    const char *path;
+    void (*handler)(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+    bool fastapi_errors; /* System One dialect for generic errors */
+} route;
+
+static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    (void)s;
+    (void)req;
+    r->status = 200;
+    r->content_type = "text/plain";
+    tl_strbuf_clear(&r->body);
+}
+
+static const route routes[] = {
+    {"GET", "/health", handle_health, false},
+    {"GET", "/health_generate", handle_health_generate, false},
+    {"POST", "/generate", handle_generate, false},
+    {"POST", "/tokenize", handle_tokenize, false},
+    {"POST", "/v1/tokenize", handle_tokenize, false},
+    {"POST", "/detokenize", handle_detokenize, false},
+    {"POST", "/v1/detokenize", handle_detokenize, false},
+    {"GET", "/model_info", handle_model_info, false},
+    {"GET", "/get_model_info", handle_model_info, false},
+    {NULL, "/flush_cache", handle_flush_cache, false},
+    {"POST", "/v1/systemone", handle_systemone, true},
+    {"GET", "/v1/models", handle_models, true},
+    {"POST", "/v1/decide", handle_decide, true},
+};
+
+void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    r->status = 500;
+    r->content_type = "application/json";
+    r->retry_after_s = 0;
+    const char *path = req->path ? req->path : "/";
+    const char *method = req->method ? req->method : "GET";
+    const route *rt = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (strcmp(routes[i].path, path))
+            continue;
+        path_known = true;
+        if (routes[i].method ? !strcmp(routes[i].method, method)
+                             : (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
+            rt = &routes[i];
+            break;
+        }
+    }
+    bool fastapi = !strncmp(path, "/v1/", 4);
+    if (!rt) {
+        int code = path_known ? 405 : 404;
+        if (fastapi)
+            reply_json(r, code, json_pack("{s:s}", "detail", code == 404 ? "Not Found" : "Method Not Allowed"));
+        else
+            reply_sglang_error(r, code, "%s %s: %s", method, path, code == 404 ? "no such endpoint" : "method not allowed");
+        return;
+    }
+    if (s->api_key && strcmp(path, "/health")) {
+        const char *auth = req->authorization;
+        if (!auth || !*auth) {
+            reply_typed_error(r, 403, "authentication_error", "missing API key: send Authorization: Bearer KEY");
+            return;
+        }
+        const char *key = !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+        if (!key || !key_matches(s->api_key, key)) {
+            reply_typed_error(r, 401, "authentication_error", "invalid API key");
+            return;
+        }
+    }
+    if (req->body_too_large) {
+        if (rt->fastapi_errors)
+            reply_typed_error(r, 413, "request_too_large", "the request body exceeds this server's limit of %zu bytes",
+                              s->p.max_body);
+        else
+            reply_sglang_error(r, 413, "the request body exceeds this server's limit of %zu bytes", s->p.max_body);
+        return;
+    }
+    rt->handler(s, req, r);
+}
+
+/* ---- libmicrohttpd glue -------------------------------------------------------- */
+
+typedef struct conn_state {
+    tl_strbuf body;
+    bool too_large;
+    struct MHD_Connection *conn;
+    double t0;
+} conn_state;
+
+/* True when the peer closed its side (or the socket failed). */
+static bool mhd_client_gone(void *ctx) {
+    struct MHD_Connection *c = ctx;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLRDHUP};
+    if (poll(&pfd, 1, 0) <= 0)
+        return false;
+    return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, tl_http_reply *r) {
+    size_t len = r->body.len;
+    char *data = tl_strbuf_detach(&r->body);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
+    if (r->retry_after_s > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", r->retry_after_s);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void log_request(tl_server *s, const char *method, const char *url, int status, size_t in, size_t out,
+                        double ms) {
+    if (!s->p.log)
+        return;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(s->p.log, "%s %s %s %d in=%zu out=%zu %.1fms\n", ts, method, url, status, in, out, ms);
+    fflush(s->p.log);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
+    (void)version;
+    tl_server *s = cls;
+    conn_state *cs = *con_cls;
+    if (!cs) {
+        cs = calloc(1, sizeof *cs);
+        if (!cs)
+            return MHD_NO;
+        cs->conn = c;
+        cs->t0 = tl_now_s();
+        *con_cls = cs;
+        /* Refuse a declared oversize body before reading it. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->p.max_body)
+            cs->too_large = true;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cs->too_large && cs->body.len + *upload_size <= s->p.max_body) {
+            if (!tl_strbuf_append(&cs->body, upload_data, *upload_size))
+                cs->too_large = true;
+        } else {
+            cs->too_large = true;
+            tl_strbuf_free(&cs->body);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    tl_http_request req = {
+        .method = method,
+        .path = url,
+        .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+        .body = cs->body.buf ? cs->body.buf : "",
+        .body_len = cs->body.len,
+        .body_too_large = cs->too_large,
+        .client_gone = mhd_client_gone,
+        .client_ctx = c,
+    };
+    tl_http_reply reply = {.status = 500, .content_type = "application/json", .body = TL_STRBUF_INIT};
+    tl_server_handle(s, &req, &reply);
+    size_t out_len = reply.body.len;
+    log_request(s, method, url, reply.status, cs->body.len, out_len, (tl_now_s() - cs->t0) * 1e3);
+    enum MHD_Result ret = send_reply(c, &reply);
+    tl_http_reply_free(&reply);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn_state *cs = *con_cls;
+    if (cs) {
+        tl_strbuf_free(&cs->body);
+        free(cs);
+        *con_cls = NULL;
+    }
+}
+
+tl_status tl_server_start(tl_server *s, tl_error *err) {
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    const struct sockaddr *addr;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (s->p.port < 0 || s->p.port > 65535)
+        return tl_error_set(err, TL_ERR_INVALID, "server: port %d out of range", s->p.port);
+    if (inet_pton(AF_INET, s->host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)s->p.port);
+        addr = (const struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, s->host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)s->p.port);
+        addr = (const struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        return tl_error_set(err, TL_ERR_INVALID, "server: --host '%s' is not a numeric IPv4/IPv6 address", s->host);
+    }
+    s->daemon = MHD_start_daemon(flags, (uint16_t)s->p.port, NULL, NULL, on_request, s,
+                                 MHD_OPTION_SOCK_ADDR, addr,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                 MHD_OPTION_END);
+    if (!s->daemon)
+        return tl_error_set(err, TL_ERR_IO, "server: cannot listen on %s:%d (in use or not permitted)", s->host,
+                            s->p.port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : s->p.port;
+    return TL_OK;
+}
+
+void tl_server_stop(tl_server *s) {
+    if (s && s->daemon) {
+        MHD_stop_daemon(s->daemon);
+        s->daemon = NULL;
+    }
+}
