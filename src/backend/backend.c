@@ -1,0 +1,67 @@
+/* backend.c: the tl_backend_* wrappers of backend.h: argument checks that
+ * every backend would otherwise repeat, then dispatch through the vtable. */
+#include "backend/backend.h"
+
+#include <stdlib.h>
+
+#include "util/error.h"
+
+void tl_backend_free(tl_backend *b) {
+    if (b && b->ops && b->ops->free)
+        b->ops->free(b);
+}
+
+tl_status tl_backend_tokenize(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
+                              int32_t **ids, size_t *n, tl_error *err) {
+    *ids = NULL;
+    *n = 0;
+    if (!b || (!text && len))
+        return tl_error_set(err, TL_ERR_INVALID, "backend: tokenize: missing backend or text");
+    return b->ops->tokenize(b, text ? text : "", len, add_special, parse_special, ids, n, err);
+}
+
+tl_status tl_backend_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_strbuf *out, tl_error *err) {
+    if (!b || (!ids && n) || !out)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: detokenize: missing backend, ids or output");
+    return b->ops->detokenize(b, ids, n, out, err);
+}
+
+/* Token ids must name vocabulary entries: a bad id is the caller's error,
+ * reported with where it is, never an out-of-bounds read in a backend. */
+static tl_status check_ids(const tl_backend *b, const int32_t *ids, size_t n, const char *what, size_t req,
+                           tl_error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (b->n_vocab > 0 && ids[i] >= b->n_vocab))
+            return tl_error_set(err, TL_ERR_INVALID, "backend: request %zu: %s[%zu] = %d is not a token id (vocab %d)",
+                                req, what, i, (int)ids[i], (int)b->n_vocab);
+    return TL_OK;
+}
+
+tl_status tl_backend_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
+    if (!b || (!reqs && k))
+        return tl_error_set(err, TL_ERR_INVALID, "backend: score: missing backend or requests");
+    if (k == 0)
+        return TL_OK;
+    for (size_t r = 0; r < k; r++) {
+        if (reqs[r].n == 0 || !reqs[r].ids)
+            return tl_error_set(err, TL_ERR_INVALID, "backend: score: request %zu has no tokens", r);
+        if (reqs[r].n_cands == 0 || !reqs[r].cands || !reqs[r].logprobs)
+            return tl_error_set(err, TL_ERR_INVALID, "backend: score: request %zu has no candidates", r);
+        tl_status st = check_ids(b, reqs[r].ids, reqs[r].n, "ids", r, err);
+        if (!st)
+            st = check_ids(b, reqs[r].cands, reqs[r].n_cands, "cands", r, err);
+        if (st)
+            return st;
+    }
+    return b->ops->score(b, reqs, k, usage, err);
+}
+
+tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
+                                 tl_error *err) {
+    if (!b || !ids || !n || !logits)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: next_logits: missing backend, ids or output");
+    if (!b->ops->next_logits)
+        return tl_error_set(err, TL_ERR_UNSUPPORTED, "backend: %s backends do not return full logits", b->ops->kind);
+    tl_status st = check_ids(b, ids, n, "ids", 0, err);
+    return st ? st : b->ops->next_logits(b, ids, n, logits, usage, err);
+}

@@ -1,0 +1,437 @@
+/* decide.c: tl_decide: schema -> labels -> plan -> render -> score -> values.
+ *
+ * The type guarantee lives here: a field's value is always one of its
+ * declared values, because the only tokens ever read are the field's labels
+ * and the chosen index maps back to the value list. Probabilities are a
+ * softmax over the candidates' logprobs only (temperature divides them
+ * first), so they sum to 1 and never involve a token outside the domain. */
+#include "decide/decide.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decide/chat_template.h"
+#include "decide/labels.h"
+#include "decide/plan.h"
+#include "decide/render.h"
+#include "decide/schema.h"
+#include "util/error.h"
+#include "util/fileio.h"
+
+/* What became of one field. */
+typedef struct field_outcome {
+    bool decided;     /* scored in some wave */
+    bool given;       /* supplied by the caller */
+    bool abstained;   /* below the threshold: no value */
+    size_t chosen;    /* value index (decided or given) */
+    double *logprobs; /* n_values: full-vocabulary log-softmax of each label token */
+    double *probs;    /* n_values: renormalized over the candidates (after temperature) */
+    json_t *trace;    /* or NULL */
+} field_outcome;
+
+typedef struct decide_run {
+    tl_backend *b;
+    const tl_decide_opts *opts;
+    tl_dschema *schema;
+    tl_render render;
+    tl_labelset labels;
+    field_outcome *out;
+    tl_usage usage;
+} decide_run;
+
+static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
+
+/* ---- choosing a value ---------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* probs = softmax(logprobs / T) over the n candidates (T = 1 when temperature
+ * is 0: argmax needs no scaling and reports the model's own renormalized
+ * distribution). Returns the chosen index: argmax (first on ties) at T = 0,
+ * else a draw from probs with a stream seeded by (seed, field index). */
+static tl_status decision_choose(const double *logprobs, size_t n, double temperature, uint64_t seed, size_t field_idx,
+                                 double *probs, size_t *chosen, tl_error *err) {
+    double t = temperature > 0 ? temperature : 1.0;
+    double max = -INFINITY;
+    size_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(logprobs[i]))
+            return tl_error_set(err, TL_ERR_INTERNAL, "decide: backend returned NaN logprob for candidate %zu", i);
+        if (logprobs[i] > max)
+            max = logprobs[i], best = i;
+    }
+    if (!isfinite(max))
+        return tl_error_set(err, TL_ERR_INTERNAL, "decide: every candidate has logprob -inf");
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += probs[i] = exp((logprobs[i] - max) / t);
+    for (size_t i = 0; i < n; i++)
+        probs[i] /= sum;
+    *chosen = best;
+    if (temperature > 0) {
+        uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(field_idx + 1));
+        double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53, acc = 0;
+        *chosen = n - 1;
+        for (size_t i = 0; i < n; i++) {
+            acc += probs[i];
+            if (u < acc) {
+                *chosen = i;
+                break;
+            }
+        }
+    }
+    return TL_OK;
+}
+
+/* ---- rendering answered fields ------------------------------------------- */
+
+static tl_status append_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    tl_strbuf q = TL_STRBUF_INIT;
+    size_t body = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], r->labels.text, &q, &body))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
+    tl_strbuf_free(&q);
+    return st;
+}
+
+/* The chosen label token, then the value written back and the turn closed. */
+static tl_status append_answer(decide_run *r, tl_idseq *seq, size_t fi, size_t vi, tl_error *err) {
+    char label_text[8];
+    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[vi]);
+    tl_status st = tl_idseq_append_id(seq, r->labels.id[vi], label_text, err);
+    tl_strbuf a = TL_STRBUF_INIT;
+    size_t body = 0;
+    if (!st && !tl_render_answer_text(&r->render, &r->schema->fields[fi], vi, &a, &body))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, a.buf, a.len, body, err);
+    tl_strbuf_free(&a);
+    return st;
+}
+
+static json_t *ids_json(const int32_t *ids, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+/* ---- one wave ------------------------------------------------------------ */
+
+/* Scores the fields order[0..k) as branches of base in one batched step,
+ * chooses their values, then appends their answers to base (schema order,
+ * abstained fields left out: later decisions see no answer for them). */
+static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, size_t k, size_t wave, tl_error *err) {
+    tl_idseq *branches = calloc(k, sizeof *branches);
+    tl_score_req *reqs = calloc(k, sizeof *reqs);
+    if (!branches || !reqs) {
+        free(branches);
+        free(reqs);
+        return nomem(err);
+    }
+    tl_status st = TL_OK;
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t fi = order[j];
+        const tl_dfield *f = &r->schema->fields[fi];
+        st = tl_idseq_copy(&branches[j], base, err);
+        if (!st)
+            st = append_question(r, &branches[j], fi, err);
+        reqs[j] = (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, f->n_values, r->out[fi].logprobs};
+    }
+    if (!st)
+        st = tl_backend_score(r->b, reqs, k, &r->usage, err);
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t fi = order[j];
+        field_outcome *o = &r->out[fi];
+        st = decision_choose(o->logprobs, r->schema->fields[fi].n_values, r->opts->temperature, r->opts->seed, fi,
+                             o->probs, &o->chosen, err);
+        o->decided = true;
+        o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
+        if (!st && r->opts->trace) {
+            o->trace = json_pack("{s:o, s:I, s:I, s:s%}", "ids", ids_json(branches[j].ids, branches[j].n), "position",
+                                 (json_int_t)branches[j].n - 1, "wave", (json_int_t)wave, "text",
+                                 tl_strbuf_cstr(&branches[j].text), branches[j].text.len);
+            if (!o->trace)
+                st = nomem(err);
+        }
+    }
+    /* Carry the answers: a one-field wave extends its own branch (so the next
+     * prompt is this prompt + answer + next question, token for token). */
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t fi = order[j];
+        if (r->out[fi].abstained)
+            continue;
+        if (k == 1) {
+            tl_idseq tmp = *base;
+            *base = branches[0];
+            branches[0] = tmp;
+        } else {
+            st = append_question(r, base, fi, err);
+        }
+        if (!st)
+            st = append_answer(r, base, fi, r->out[fi].chosen, err);
+    }
+    for (size_t j = 0; j < k; j++)
+        tl_idseq_free(&branches[j]);
+    free(branches);
+    free(reqs);
+    return st;
+}
+
+/* ---- result -------------------------------------------------------------- */
+
+static json_t *field_json(const decide_run *r, size_t fi) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    const field_outcome *o = &r->out[fi];
+    bool has_value = (o->decided || o->given) && !o->abstained;
+    json_t *fj = json_object();
+    json_t *probs = json_object(), *cands = json_array();
+    if (!fj || !probs || !cands) {
+        json_decref(fj), json_decref(probs), json_decref(cands);
+        return NULL;
+    }
+    json_object_set_new(fj, "value", has_value ? json_incref(f->values[o->chosen]) : json_null());
+    json_object_set_new(fj, "label", has_value ? json_string(r->labels.text[o->chosen]) : json_null());
+    for (size_t i = 0; i < f->n_values; i++) {
+        double p = o->given ? (i == o->chosen ? 1.0 : 0.0) : o->probs[i];
+        json_object_set_new(probs, f->value_keys[i], json_real(p));
+        json_t *c = json_pack("{s:O, s:s, s:i}", "value", f->values[i], "label", r->labels.text[i], "token",
+                              (int)r->labels.id[i]);
+        if (c && o->decided)
+            json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
+        json_array_append_new(cands, c);
+    }
+    json_object_set_new(fj, "probabilities", probs);
+    json_object_set_new(fj, "candidates", cands);
+    json_object_set_new(fj, "abstained", json_boolean(o->abstained));
+    if (o->given)
+        json_object_set_new(fj, "given", json_true());
+    if (o->trace)
+        json_object_set(fj, "trace", o->trace);
+    return fj;
+}
+
+static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepare, double t_score, double t_total,
+                              json_t **result, tl_error *err) {
+    json_t *res = json_object(), *values = json_object(), *fields = json_object();
+    if (!res || !values || !fields) {
+        json_decref(res), json_decref(values), json_decref(fields);
+        return nomem(err);
+    }
+    for (size_t fi = 0; fi < r->schema->n_fields; fi++) {
+        const tl_dfield *f = &r->schema->fields[fi];
+        const field_outcome *o = &r->out[fi];
+        bool has_value = (o->decided || o->given) && !o->abstained;
+        json_object_set_new(values, f->key, has_value ? json_incref(f->values[o->chosen]) : json_null());
+        json_t *fj = field_json(r, fi);
+        if (!fj) {
+            json_decref(res), json_decref(values), json_decref(fields);
+            return nomem(err);
+        }
+        json_object_set_new(fields, f->key, fj);
+    }
+    json_object_set_new(res, "values", values);
+    json_object_set_new(res, "fields", fields);
+    json_object_set_new(res, "usage",
+                        json_pack("{s:I, s:I, s:I, s:I}", "prompt_tokens", (json_int_t)r->usage.prompt_tokens,
+                                  "cached_tokens", (json_int_t)r->usage.cached_tokens, "computed_tokens",
+                                  (json_int_t)r->usage.computed_tokens, "forward_passes",
+                                  (json_int_t)r->usage.forward_passes));
+    json_object_set_new(res, "timing_ms",
+                        json_pack("{s:f, s:f, s:f}", "prepare", t_prepare * 1e3, "score", t_score * 1e3, "total",
+                                  t_total * 1e3));
+    json_object_set_new(res, "mode", json_string(tl_dmode_name(mode)));
+    json_object_set_new(res, "style", json_string(r->render.style == TL_STYLE_CHAT ? "chat" : "record"));
+    if (r->render.style == TL_STYLE_CHAT)
+        json_object_set_new(res, "chat_template", json_string(r->render.chat->name));
+    json_object_set_new(res, "model", r->b->model_name ? json_string(r->b->model_name) : json_null());
+    *result = res;
+    return TL_OK;
+}
+
+/* ---- options, given answers, labels -------------------------------------- */
+
+static tl_status choose_style(tl_backend *b, const tl_decide_opts *o, tl_render *render, tl_error *err) {
+    tl_chat_family fam;
+    if (o->chat_template) {
+        fam = tl_chat_family_by_name(o->chat_template);
+        if (fam == TL_CHAT_NONE)
+            return tl_error_set(err, TL_ERR_INVALID,
+                                "decide: unknown chat template '%s' (chatml, llama3, llama2, mistral, gemma, phi3)",
+                                o->chat_template);
+    } else {
+        fam = tl_chat_family_detect(b->chat_template);
+    }
+    if (!o->style) {
+        render->style = fam != TL_CHAT_NONE ? TL_STYLE_CHAT : TL_STYLE_RECORD;
+    } else if (!strcmp(o->style, "record")) {
+        render->style = TL_STYLE_RECORD;
+    } else if (!strcmp(o->style, "chat")) {
+        if (fam == TL_CHAT_NONE)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                "decide: style chat: the model has %s chat template; force one with --chat-template "
+                                "(chatml, llama3, llama2, gemma, phi3) or use --style record",
+                                b->chat_template ? "an unrecognised" : "no");
+        render->style = TL_STYLE_CHAT;
+    } else {
+        return tl_error_set(err, TL_ERR_INVALID, "decide: unknown style '%s' (chat, record)", o->style);
+    }
+    render->chat = render->style == TL_STYLE_CHAT ? tl_chat_framing_of(fam) : NULL;
+    return TL_OK;
+}
+
+/* Marks given fields done and records their values; *order lists them in given's order. */
+static tl_status apply_given(decide_run *r, const json_t *given, bool *done, size_t *order, size_t *n_order,
+                             tl_error *err) {
+    *n_order = 0;
+    if (!given)
+        return TL_OK;
+    if (!json_is_object(given))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: given answers must be an object {field: value}");
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)given, key, v) {
+        long fi = tl_dschema_find(r->schema, key);
+        if (fi < 0)
+            return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: no such field", key);
+        long vi = tl_dfield_value_index(&r->schema->fields[fi], v);
+        if (vi < 0)
+            return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: value is not in the field's domain", key);
+        done[fi] = true;
+        r->out[fi].given = true;
+        r->out[fi].chosen = (size_t)vi;
+        order[(*n_order)++] = (size_t)fi;
+    }
+    return TL_OK;
+}
+
+static tl_status fill_labels(decide_run *r, tl_error *err) {
+    size_t need = 0;
+    for (size_t i = 0; i < r->schema->n_fields; i++)
+        if (r->schema->fields[i].n_values > need)
+            need = r->schema->fields[i].n_values;
+    tl_status st = tl_labelset_fill(&r->labels, r->b, tl_render_label_tail(&r->render),
+                                    tl_render_label_prefix(&r->render), need, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < r->schema->n_fields; i++) {
+        const tl_dfield *f = &r->schema->fields[i];
+        if (f->n_values > r->labels.n)
+            return tl_error_set(err, TL_ERR_SCHEMA,
+                                "schema: %s: %zu values, but only %zu labels are single tokens with this tokenizer "
+                                "in this rendering",
+                                f->path, f->n_values, r->labels.n);
+    }
+    return TL_OK;
+}
+
+static tl_status check_opts(const tl_decide_opts *o, tl_error *err) {
+    if (!(o->temperature >= 0) || !isfinite(o->temperature))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: temperature must be a finite number >= 0");
+    if (!(o->threshold >= 0 && o->threshold <= 1))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: threshold must be within [0, 1]");
+    return TL_OK;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+tl_status tl_decide_check_schema(const json_t *schema, tl_error *err) {
+    tl_dschema *s = NULL;
+    tl_status st = tl_dschema_parse(schema, &s, err);
+    tl_dschema_free(s);
+    return st;
+}
+
+tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                          const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    static const tl_decide_opts defaults = {0};
+    *result = NULL;
+    if (!b || !schema || (!context && context_len))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: missing backend, schema or context");
+    if (!opts)
+        opts = &defaults;
+    double t0 = tl_now_s();
+    tl_dmode mode;
+    tl_status st = check_opts(opts, err);
+    if (!st)
+        st = tl_dmode_parse(opts->mode, &mode, err);
+    if (st)
+        return st;
+
+    decide_run *r = calloc(1, sizeof *r);
+    if (!r)
+        return nomem(err);
+    r->b = b;
+    r->opts = opts;
+    tl_idseq base = {0};
+    tl_dplan plan = {0};
+    bool *done = NULL;
+    size_t *given_order = NULL, n_given = 0;
+    double t_score = 0, t_prepare = 0;
+
+    if ((st = tl_dschema_parse(schema, &r->schema, err)) || (st = choose_style(b, opts, &r->render, err)))
+        goto out;
+    size_t n = r->schema->n_fields;
+    r->out = calloc(n, sizeof *r->out);
+    done = calloc(n, sizeof *done);
+    given_order = calloc(n, sizeof *given_order);
+    if (!r->out || !done || !given_order) {
+        st = nomem(err);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t nv = r->schema->fields[i].n_values;
+        r->out[i].logprobs = calloc(nv, sizeof(double));
+        r->out[i].probs = calloc(nv, sizeof(double));
+        if (!r->out[i].logprobs || !r->out[i].probs) {
+            st = nomem(err);
+            goto out;
+        }
+    }
+    if ((st = apply_given(r, given, done, given_order, &n_given, err)) || (st = fill_labels(r, err)) ||
+        (st = tl_dplan_make(r->schema, mode, done, &plan, err)) ||
+        (st = tl_render_begin(b, &r->render, r->schema, context ? context : "", context_len, &base, err)))
+        goto out;
+    for (size_t i = 0; i < n_given && !st; i++) {
+        st = append_question(r, &base, given_order[i], err);
+        if (!st)
+            st = append_answer(r, &base, given_order[i], r->out[given_order[i]].chosen, err);
+    }
+    t_prepare = tl_now_s() - t0;
+    for (size_t w = 0; w < plan.n_waves && !st; w++) {
+        double ts = tl_now_s();
+        st = run_wave(r, &base, plan.order + plan.wave_start[w], plan.wave_start[w + 1] - plan.wave_start[w], w, err);
+        t_score += tl_now_s() - ts;
+    }
+    if (!st)
+        st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, result, err);
+out:
+    if (r->out)
+        for (size_t i = 0; i < r->schema->n_fields; i++) {
+            free(r->out[i].logprobs);
+            free(r->out[i].probs);
+            json_decref(r->out[i].trace);
+        }
+    free(r->out);
+    tl_dschema_free(r->schema);
+    tl_idseq_free(&base);
+    tl_dplan_free(&plan);
+    free(done);
+    free(given_order);
+    free(r);
+    return st;
+}
+
+tl_status tl_decide(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                    const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    return tl_decide_given(b, context, context_len, schema, NULL, opts, result, err);
+}

@@ -1,0 +1,260 @@
+/* render.c: decision prompts as text and as growing token sequences (see render.h). */
+#include "decide/render.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+/* Bytes of already-rendered text a new piece is tokenized after: enough to
+ * cover any merge across the boundary (tokens are far shorter), small enough
+ * to cost nothing. */
+#define TAIL_BYTES 32
+
+/* ---- text ---------------------------------------------------------------- */
+
+const char *tl_render_opening(const tl_render *r) { return r->style == TL_STYLE_CHAT ? r->chat->user_open : ""; }
+
+const char *tl_render_label_tail(const tl_render *r) {
+    if (r->style == TL_STYLE_RECORD)
+        return "answer=\"";
+    /* Llama 2 has no assistant header: the answer follows [/INST] directly. */
+    return r->chat->assistant_open[0] ? r->chat->assistant_open : r->chat->user_close;
+}
+
+const char *tl_render_label_prefix(const tl_render *r) { return r->style == TL_STYLE_CHAT ? r->chat->label_prefix : ""; }
+
+bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char *context, size_t len, tl_strbuf *out) {
+    bool ok = true;
+    if (s->title)
+        ok &= tl_strbuf_printf(out, "# %s\n", s->title);
+    if (s->description)
+        ok &= tl_strbuf_printf(out, "%s\n\n", s->description);
+    if (r->style == TL_STYLE_RECORD)
+        ok &= tl_strbuf_puts(out, "Input:\n");
+    ok &= tl_strbuf_append(out, context, len);
+    if (r->style == TL_STYLE_CHAT)
+        ok &= tl_strbuf_puts(out, "\n\nAnswer each Choice with the label of one of its choices.\n\n");
+    else
+        ok &= tl_strbuf_puts(out, "\n\nEach record below answers one question about the input with the label of one "
+                                  "of its choices.\n\n");
+    return ok;
+}
+
+/* {"A":"meal","B":"travel"} */
+static bool put_choices(const tl_dfield *f, char (*labels)[4], tl_strbuf *out) {
+    bool ok = tl_strbuf_putc(out, '{');
+    for (size_t i = 0; i < f->n_values; i++)
+        ok &= tl_strbuf_printf(out, "%s\"%s\":%s", i ? "," : "", labels[i], f->value_json[i]);
+    return ok && tl_strbuf_putc(out, '}');
+}
+
+/* {"A":"food and drink"}, only the values that have a description. */
+static bool put_descriptions(const tl_dfield *f, char (*labels)[4], tl_strbuf *out) {
+    bool ok = tl_strbuf_putc(out, '{'), first = true;
+    for (size_t i = 0; i < f->n_values; i++) {
+        if (!f->value_descs[i])
+            continue;
+        ok &= tl_strbuf_printf(out, "%s\"%s\":", first ? "" : ",", labels[i]);
+        ok &= tl_strbuf_json_string(out, f->value_descs[i], strlen(f->value_descs[i]));
+        first = false;
+    }
+    return ok && tl_strbuf_putc(out, '}');
+}
+
+static bool has_descriptions(const tl_dfield *f) {
+    for (size_t i = 0; i < f->n_values; i++)
+        if (f->value_descs[i])
+            return true;
+    return false;
+}
+
+bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labels)[4], tl_strbuf *out,
+                             size_t *body_len) {
+    size_t start = out->len;
+    bool chat = r->style == TL_STYLE_CHAT;
+    const char *indent = chat ? "  " : "";
+    const char *sep = chat ? ",\n" : "\n";
+    bool ok = tl_strbuf_puts(out, chat ? "Choice(\n" : "field ");
+    ok &= tl_strbuf_printf(out, "%sname=", indent);
+    ok &= tl_strbuf_json_string(out, f->name, strlen(f->name));
+    ok &= tl_strbuf_printf(out, "%s%squestion=", sep, indent);
+    ok &= tl_strbuf_json_string(out, f->question, strlen(f->question));
+    ok &= tl_strbuf_printf(out, "%s%schoices=", sep, indent);
+    ok &= put_choices(f, labels, out);
+    if (has_descriptions(f)) {
+        ok &= tl_strbuf_printf(out, "%s%sdescriptions=", sep, indent);
+        ok &= put_descriptions(f, labels, out);
+    }
+    if (chat) {
+        ok &= tl_strbuf_puts(out, "\n)");
+        if (body_len)
+            *body_len = out->len - start;
+        ok &= tl_strbuf_puts(out, r->chat->user_close);
+        ok &= tl_strbuf_puts(out, r->chat->assistant_open);
+    } else {
+        ok &= tl_strbuf_puts(out, "\nanswer=\"");
+        if (body_len)
+            *body_len = out->len - start;
+    }
+    return ok;
+}
+
+bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_idx, tl_strbuf *out,
+                           size_t *body_len) {
+    size_t start = out->len;
+    if (r->style == TL_STYLE_RECORD) {
+        bool ok = tl_strbuf_printf(out, "\"\nvalue=%s\n\n", f->value_json[value_idx]);
+        if (body_len)
+            *body_len = out->len - start;
+        return ok;
+    }
+    bool ok = tl_strbuf_printf(out, "\nvalue=%s", f->value_json[value_idx]);
+    if (body_len)
+        *body_len = out->len - start;
+    return ok && tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);
+}
+
+/* ---- token sequences ----------------------------------------------------- */
+
+void tl_idseq_free(tl_idseq *s) {
+    free(s->ids);
+    tl_strbuf_free(&s->text);
+    memset(s, 0, sizeof *s);
+}
+
+static tl_status idseq_reserve(tl_idseq *s, size_t extra, tl_error *err) {
+    if (s->n + extra <= s->cap)
+        return TL_OK;
+    size_t cap = s->cap ? s->cap : 256;
+    while (cap < s->n + extra)
+        cap *= 2;
+    int32_t *p = realloc(s->ids, cap * sizeof *p);
+    if (!p)
+        return tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+    s->ids = p;
+    s->cap = cap;
+    return TL_OK;
+}
+
+tl_status tl_idseq_copy(tl_idseq *dst, const tl_idseq *src, tl_error *err) {
+    dst->n = 0;
+    tl_strbuf_clear(&dst->text);
+    tl_status st = idseq_reserve(dst, src->n, err);
+    if (st)
+        return st;
+    if (src->n)
+        memcpy(dst->ids, src->ids, src->n * sizeof *dst->ids);
+    dst->n = src->n;
+    if (!tl_strbuf_append(&dst->text, src->text.buf, src->text.len))
+        return tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+    return TL_OK;
+}
+
+tl_status tl_idseq_append_id(tl_idseq *s, int32_t id, const char *text, tl_error *err) {
+    tl_status st = idseq_reserve(s, 1, err);
+    if (st)
+        return st;
+    s->ids[s->n++] = id;
+    if (!tl_strbuf_puts(&s->text, text))
+        return tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+    return TL_OK;
+}
+
+static tl_status append_ids(tl_idseq *s, const int32_t *ids, size_t n, tl_error *err) {
+    tl_status st = idseq_reserve(s, n, err);
+    if (st)
+        return st;
+    if (n)
+        memcpy(s->ids + s->n, ids, n * sizeof *ids);
+    s->n += n;
+    return TL_OK;
+}
+
+tl_status tl_idseq_append_text(tl_backend *b, tl_idseq *s, const char *text, size_t len, bool parse_special,
+                               tl_error *err) {
+    if (!len)
+        return TL_OK;
+    /* The tail: the last TAIL_BYTES of rendered text, starting on a UTF-8 character. */
+    size_t tail_len = s->text.len < TAIL_BYTES ? s->text.len : TAIL_BYTES;
+    const char *tail = s->text.buf ? s->text.buf + s->text.len - tail_len : "";
+    while (tail_len && ((unsigned char)*tail & 0xC0) == 0x80)
+        tail++, tail_len--;
+
+    int32_t *full = NULL, *tail_ids = NULL;
+    size_t n_full = 0, n_tail = 0;
+    tl_status st = TL_OK;
+    bool diffed = false;
+    if (tail_len) {
+        tl_strbuf both = TL_STRBUF_INIT;
+        if (!tl_strbuf_append(&both, tail, tail_len) || !tl_strbuf_append(&both, text, len)) {
+            tl_strbuf_free(&both);
+            return tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+        }
+        st = tl_backend_tokenize(b, both.buf, both.len, false, parse_special, &full, &n_full, err);
+        tl_strbuf_free(&both);
+        if (!st)
+            st = tl_backend_tokenize(b, tail, tail_len, false, parse_special, &tail_ids, &n_tail, err);
+        /* The piece's own tokens are what the tail+piece tokenization adds,
+         * provided the tail's tokens survive unchanged. */
+        if (!st && n_full > n_tail && !memcmp(full, tail_ids, n_tail * sizeof *full)) {
+            st = append_ids(s, full + n_tail, n_full - n_tail, err);
+            diffed = true;
+        }
+    }
+    if (!st && !diffed) {
+        free(full);
+        full = NULL;
+        st = tl_backend_tokenize(b, text, len, false, parse_special, &full, &n_full, err);
+        if (!st)
+            st = append_ids(s, full, n_full, err);
+    }
+    free(full);
+    free(tail_ids);
+    if (!st && !tl_strbuf_append(&s->text, text, len))
+        st = tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+    return st;
+}
+
+tl_status tl_idseq_append_framed(tl_backend *b, tl_idseq *s, const char *text, size_t len, size_t body_len,
+                                 tl_error *err) {
+    tl_status st = tl_idseq_append_text(b, s, text, body_len, false, err);
+    return st ? st : tl_idseq_append_text(b, s, text + body_len, len - body_len, true, err);
+}
+
+/* The BOS id the tokenizer prepends, or -1. */
+static tl_status bos_id(tl_backend *b, int32_t *out, tl_error *err) {
+    *out = -1;
+    if (b->vocab) {
+        if (tl_vocab_add_bos(b->vocab))
+            *out = tl_vocab_bos(b->vocab);
+        return TL_OK;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    tl_status st = tl_backend_tokenize(b, "", 0, true, false, &ids, &n, err);
+    if (!st && n >= 1 && n <= 2)
+        *out = ids[0];
+    free(ids);
+    return st;
+}
+
+tl_status tl_render_begin(tl_backend *b, const tl_render *r, const tl_dschema *s, const char *context, size_t len,
+                          tl_idseq *out, tl_error *err) {
+    out->n = 0;
+    tl_strbuf_clear(&out->text);
+    int32_t bos;
+    tl_status st = bos_id(b, &bos, err);
+    if (!st && bos >= 0)
+        st = tl_idseq_append_id(out, bos, "", err);
+    const char *opening = tl_render_opening(r);
+    if (!st)
+        st = tl_idseq_append_text(b, out, opening, strlen(opening), true, err);
+    tl_strbuf ctx = TL_STRBUF_INIT;
+    if (!st && !tl_render_context_text(r, s, context, len, &ctx))
+        st = tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
+    if (!st)
+        st = tl_idseq_append_text(b, out, ctx.buf, ctx.len, false, err);
+    tl_strbuf_free(&ctx);
+    return st;
+}

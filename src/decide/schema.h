@@ -1,0 +1,65 @@
+/* schema.h: the decision schema, parsed once from JSON Schema into the
+ * fields the rest of decide/ works on (decision order = properties order).
+ *
+ * Every field has a finite, ordered, duplicate-free domain of at most
+ * TL_DFIELD_MAX_VALUES typed values; every error names its JSON path
+ * (/properties/severity/enum/3) and why. */
+#ifndef TL_DECIDE_SCHEMA_H
+#define TL_DECIDE_SCHEMA_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "typellm.h"
+
+#define TL_DFIELD_MAX_VALUES 255
+#define TL_DSCHEMA_MAX_FIELDS 4096
+
+typedef enum tl_dfield_kind {
+    TL_DFIELD_STRING_ENUM,  /* {"type":"string","enum":[...]} */
+    TL_DFIELD_INTEGER_ENUM, /* {"type":"integer","enum":[...]} */
+    TL_DFIELD_NUMBER_ENUM,  /* {"type":"number","enum":[...]} */
+    TL_DFIELD_BOOLEAN,      /* {"type":"boolean"}: true, false */
+    TL_DFIELD_SCORE         /* {"type":"number","format":"score"}: 0.0, 0.1, ..., 1.0 */
+} tl_dfield_kind;
+
+typedef struct tl_dfield {
+    char *key;            /* property key: the caller's id, the result's key */
+    char *name;           /* what the model reads: "x-name", else key */
+    char *question;       /* "question", else "description", else name */
+    char *path;           /* JSON pointer of the property, e.g. /properties/severity */
+    tl_dfield_kind kind;
+    bool required;
+    size_t n_values;      /* 1..TL_DFIELD_MAX_VALUES */
+    json_t **values;      /* n_values owned references: the typed values */
+    char **value_keys;    /* n_values: the value as text ("travel", "true", "0.3", "2"): probability keys */
+    char **value_json;    /* n_values: the value as compact JSON ("\"travel\"", "true", "0.3"): rendering */
+    char **value_descs;   /* n_values: description or NULL */
+    size_t n_deps;
+    size_t *deps;         /* indices of the fields named in "depends_on" */
+} tl_dfield;
+
+typedef struct tl_dschema {
+    char *title;          /* NULL when absent */
+    char *description;    /* NULL when absent */
+    size_t n_fields;
+    tl_dfield *fields;
+    bool any_deps;        /* some field declares depends_on */
+} tl_dschema;
+
+/* Parses and validates; *out is freed with tl_dschema_free. */
+tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err);
+void tl_dschema_free(tl_dschema *s);
+
+/* Index of the field with property key `key`, or -1. */
+long tl_dschema_find(const tl_dschema *s, const char *key);
+
+/* Index of the value of field f equal to v (numbers compared by value), or -1. */
+long tl_dfield_value_index(const tl_dfield *f, const json_t *v);
+
+/* Shortest text of a JSON number that reads back to the same value
+ * (integers as integers, reals always with a '.' or exponent). buf >= 32 bytes. */
+void tl_json_number_text(const json_t *v, char *buf, size_t cap);
+
+#endif
