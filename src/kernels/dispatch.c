@@ -53,8 +53,3 @@ int tl_kernels_force_isa(const char *name) {
     __atomic_store_n(&isa_chosen, want, __ATOMIC_RELEASE);
     return 1;
 }
-
-void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
-    if (n_tok <= 0 || W->n_out <= 0) return;
-    tl_matmul_scalar(p, W, X, n_tok, Y);
-}

@@ -121,12 +121,50 @@ static inline void tl_k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t
 int64_t tl_kernels_block_elems(tl_ggml_type t);   /* 0 = unsupported by the kernels */
 size_t tl_kernels_block_bytes(tl_ggml_type t);
 
+/* ---- the integer matmul's working forms ----------------------------------
+
+ * Activations (one per X row): each 32-block quantized to int8 with one
+ * float scale. Stored expanded so the SIMD kernels load, never shuffle:
+ * lane k (of 8 per block) covers elements 4k..4k+3 of the block. */
+typedef struct {
+    int64_t n_tok, n_in, nb;  /* nb = n_in / 32 blocks per row */
+    int8_t *q;                /* [n_tok][n_in] codes, |q| <= 127 */
+    float *d8;                /* [n_tok][nb][8] block scale, repeated per lane */
+    int32_t *off8;            /* [n_tok][nb][8] -offset * (sum of the lane's 4 codes) */
+    float *dsum;              /* [n_tok][nb] scale * sum of the block's codes */
+} tl_act;
+
+/* Weights, unpacked one row at a time into a canonical form every weight
+ * type maps to exactly:  w[i] = ws[i/16] * (code[i] - offset) + wm[i/32]
+ * with code[i] an unsigned byte (<= 63, except Q8_0: <= 255), offset a
+ * per-type constant, wm zero for types without mins. */
+typedef struct {
+    int offset;     /* 0, 8, 16, 32 or 128 */
+    int has_min;    /* wm is meaningful */
+} tl_unpack_info;
+
+tl_unpack_info tl_unpack_info_of(tl_ggml_type t);
+/* Scalar unpack of one row of n elements (the reference for the SIMD ones). */
+void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
+
+/* Quantizes X rows [t0, t1) into act (offset from the weight type). */
+void tl_act_quantize_rows(tl_act *a, const float *X, int offset, int64_t t0, int64_t t1);
+
 /* ---- ISA selection --------------------------------------------------------- */
 
 typedef enum { TL_ISA_SCALAR = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 } tl_isa;
 tl_isa tl_kernels_isa_id(void);
 
-/* Scalar reference matmul (also the fallback for every ISA). */
-void tl_matmul_scalar(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y);
+/* Per-ISA kernels: output rows [o0, o1) of Y for all n_tok tokens.
+ * Float weights (F32/F16/BF16) read X directly; the others read act. */
+typedef void (*tl_rows_float_fn)(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+typedef void (*tl_rows_quant_fn)(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+
+void tl_rows_float_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 
 #endif

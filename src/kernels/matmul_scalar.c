@@ -1,59 +1,71 @@
-/* matmul_scalar.c: the portable matrix product, the reference every SIMD path
- * is tested against and the fallback on CPUs without AVX2.
- *
- * Work is split across threads by output rows (weight rows); each weight row
- * is decoded once into a per-thread float buffer and then dotted with every
- * token row, so the weights are read once per call whatever n_tok is. Each
- * output element is one dot product in a fixed order (8 interleaved partial
- * sums, combined pairwise), so it depends only on its weight row and its X
- * row: the same bits for any thread count, tile or batch size. */
+/* matmul_scalar.c: the portable kernels, the reference every SIMD path is
+ * tested against and the fallback on CPUs without AVX2. Same algorithm as the
+ * SIMD ones (8-bit activations, canonical unpacked weights, exact integer
+ * sums per 16 elements), only the float summation order differs. Each weight
+ * row is unpacked once and dotted with every token row. */
 #include <stdlib.h>
 
 #include "kernels/kernels_internal.h"
 
-/* sum_i a[i]*b[i] in a fixed order: lane k sums i = k (mod 8), lanes are
- * combined as ((0+4)+(2+6)) + ((1+5)+(3+7)). */
-static float dot_f32(const float *a, const float *b, int64_t n) {
-    float acc[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
-    }
-    for (int k = 0; i < n; i++, k++) acc[k] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+/* Weight element i of row w as float (F32/F16/BF16). */
+static inline float float_weight(tl_ggml_type t, const uint8_t *w, int64_t i) {
+    if (t == TL_TYPE_F32) { float f; memcpy(&f, w + 4 * i, 4); return f; }
+    uint16_t h;
+    memcpy(&h, w + 2 * i, 2);
+    return t == TL_TYPE_F16 ? tl_half_to_f32(h) : tl_bf16_to_f32(h);
 }
 
-typedef struct {
-    const tl_matrix *W;
-    const float *X;  /* [n_tok][n_in] */
-    int64_t n_tok;
-    float *Y;        /* [n_tok][n_out] */
-} matmul_job;
-
-static void matmul_rows(void *v, int64_t begin, int64_t end, int thread) {
-    const matmul_job *job = v;
-    const tl_matrix *W = job->W;
+void tl_rows_float_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out;
-    float *row = NULL;
-    if (W->type != TL_TYPE_F32) {
-        row = malloc((size_t)n_in * sizeof *row);
-        if (!row) return; /* cannot happen for real shapes; output left as is */
-    }
-    for (int64_t o = begin; o < end; o++) {
-        const void *w = (const uint8_t *)W->data + (size_t)o * W->row_bytes;
-        const float *wf = w;
-        if (row) {
-            tl_dequant_row(W->type, w, row, n_in);
-            wf = row;
-        }
-        for (int64_t t = 0; t < job->n_tok; t++) {
-            job->Y[t * n_out + o] = dot_f32(wf, job->X + t * n_in, n_in);
+    float *row = malloc((size_t)n_in * sizeof *row);
+    if (!row) return;
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *w = (const uint8_t *)W->data + (size_t)o * W->row_bytes;
+        for (int64_t i = 0; i < n_in; i++) row[i] = float_weight(W->type, w, i);
+        for (int64_t t = 0; t < n_tok; t++) {
+            /* 8 interleaved partial sums, combined pairwise */
+            const float *x = X + t * n_in;
+            float acc[8] = {0};
+            int64_t i = 0;
+            for (; i + 8 <= n_in; i += 8) {
+                for (int k = 0; k < 8; k++) acc[k] += row[i + k] * x[i + k];
+            }
+            for (int k = 0; i < n_in; i++, k++) acc[k] += row[i] * x[i];
+            Y[t * n_out + o] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
         }
     }
     free(row);
 }
 
-void tl_matmul_scalar(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
-    matmul_job job = {W, X, n_tok, Y};
-    tl_pool_run(p, W->n_out, 16, matmul_rows, &job);
+void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    const int64_t n_in = W->n_in, n_out = W->n_out, nb = n_in / QK32;
+    tl_unpack_info info = tl_unpack_info_of(W->type);
+    uint8_t *code = malloc((size_t)n_in);
+    float *ws = malloc((size_t)(2 * nb) * sizeof *ws);
+    float *wm = calloc((size_t)nb, sizeof *wm);
+    if (code && ws && wm) {
+        for (int64_t o = o0; o < o1; o++) {
+            tl_unpack_row_scalar(W->type, (const uint8_t *)W->data + (size_t)o * W->row_bytes, n_in, code, ws, wm);
+            for (int64_t t = 0; t < A->n_tok; t++) {
+                const int8_t *q = A->q + t * n_in;
+                const float *d8 = A->d8 + t * nb * 8;
+                const float *dsum = A->dsum + t * nb;
+                float acc = 0, acc_min = 0;
+                for (int64_t b = 0; b < nb; b++) {
+                    for (int h = 0; h < 2; h++) {
+                        int isum = 0;
+                        for (int i = 32 * (int)b + 16 * h; i < 32 * (int)b + 16 * h + 16; i++) {
+                            isum += ((int)code[i] - info.offset) * q[i];
+                        }
+                        acc += (float)isum * ws[2 * b + h] * d8[8 * b];
+                    }
+                    if (info.has_min) acc_min += wm[b] * dsum[b];
+                }
+                Y[t * n_out + o] = acc + acc_min;
+            }
+        }
+    }
+    free(code);
+    free(ws);
+    free(wm);
 }
