@@ -1097,12 +1097,17 @@ out:
 void handle_model_info(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
     const char *path = s->p.model_path ? s->p.model_path : tl_model_name(s->model);
-    reply_json(r, 200,
+    json_t *info =
                json_pack("{s:s,s:s,s:b,s:n,s:s,s:b,s:b,s:s,s:[s],s:i,s:i,s:s}", "model_path", path, "tokenizer_path",
                          path, "is_generation", 1, "preferred_sampling_params", "weight_version", "default",
                          "has_image_understanding", 0, "has_audio_understanding", 0, "model_type",
                          tl_model_arch(s->model), "architectures", tl_model_arch(s->model), "max_total_num_tokens",
-                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name", tl_model_name(s->model)));
+                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name", tl_model_name(s->model));
+    /* Not in SGLang's reply: lets typellm's SGLang backend render chat prompts
+     * exactly as the local engine does. */
+    const char *tmpl = tl_vocab_chat_template(s->vocab);
+    json_object_set_new(info, "chat_template", tmpl ? json_string(tmpl) : json_null());
+    reply_json(r, 200, info);
 }
 
 void handle_health_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
