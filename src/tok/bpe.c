@@ -1,0 +1,202 @@
+/* bpe.c: byte-level BPE (tokenizer.ggml.model = "gpt2").
+ *
+ * Text -> codepoints -> words (pretok.c) -> each word's UTF-8 bytes spelled in
+ * the GPT-2 byte alphabet -> symbols, one per alphabet character -> merges by
+ * lowest rank (ties: leftmost) via a min-heap of candidate pairs -> tokens.
+ * Symbols carry interned ids (tok_internal.h), so a merge lookup is one hash
+ * probe on an id pair and no strings are built while merging. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok/tok_internal.h"
+#include "util/error.h"
+
+typedef struct bpe_symbol {
+    int prev, next;   /* live chain within the word, -1 at the ends */
+    size_t start, n;  /* bytes of the encoded word; n = 0 once merged away */
+    int64_t iid;      /* interned id of the symbol's text, -1 if not interned */
+} bpe_symbol;
+
+typedef struct bpe_pair {
+    int32_t rank;
+    int left, right;
+    size_t size;      /* merged byte length when pushed (staleness check) */
+    uint32_t result;  /* interned id of the merged text */
+} bpe_pair;
+
+typedef struct bpe_heap {
+    bpe_pair *v;
+    size_t n, cap;
+} bpe_heap;
+
+static inline bool pair_before(const bpe_pair *a, const bpe_pair *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static bool heap_push(bpe_heap *h, bpe_pair p) {
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        bpe_pair *v = realloc(h->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        h->v = v;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!pair_before(&p, &h->v[parent]))
+            break;
+        h->v[i] = h->v[parent];
+        i = parent;
+    }
+    h->v[i] = p;
+    return true;
+}
+
+static bpe_pair heap_pop(bpe_heap *h) {
+    bpe_pair top = h->v[0];
+    bpe_pair last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && pair_before(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!pair_before(&h->v[c], &last))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n > 0)
+        h->v[i] = last;
+    return top;
+}
+
+static bool try_pair(const tl_vocab *v, const bpe_symbol *sym, int left, int right, bpe_heap *h) {
+    if (left < 0 || right < 0 || sym[left].iid < 0 || sym[right].iid < 0)
+        return true;
+    int32_t rank;
+    uint32_t result;
+    if (!tl_bpe_find_merge(v, (uint32_t)sym[left].iid, (uint32_t)sym[right].iid, &rank, &result))
+        return true;
+    return heap_push(h, (bpe_pair){rank, left, right, sym[left].n + sym[right].n, result});
+}
+
+typedef struct bpe_scratch {
+    char *word;        /* encoded word bytes */
+    size_t word_cap;
+    bpe_symbol *sym;
+    size_t sym_cap;
+    bpe_heap heap;
+} bpe_scratch;
+
+/* Merges one encoded word and appends its tokens. */
+static bool bpe_word(const tl_vocab *v, bpe_scratch *sc, size_t wlen, tl_idvec *out) {
+    const char *w = sc->word;
+    if (v->ignore_merges) { /* Llama 3: a word that is a token is kept whole */
+        int64_t id = tl_strtab_find(&v->strs, w, wlen);
+        if (id >= 0 && id < v->n_tokens)
+            return tl_idvec_push(out, (int32_t)id);
+    }
+    int n_sym = 0;
+    for (size_t off = 0; off < wlen;) {
+        size_t l = tl_utf8_len((unsigned char)w[off]);
+        if (l > wlen - off)
+            l = wlen - off;
+        sc->sym[n_sym] = (bpe_symbol){n_sym - 1, off + l == wlen ? -1 : n_sym + 1, off, l,
+                                      tl_strtab_find(&v->strs, w + off, l)};
+        n_sym++;
+        off += l;
+    }
+    bpe_heap *h = &sc->heap;
+    h->n = 0;
+    for (int i = 1; i < n_sym; i++)
+        if (!try_pair(v, sc->sym, i - 1, i, h))
+            return false;
+    while (h->n > 0) {
+        bpe_pair p = heap_pop(h);
+        bpe_symbol *l = &sc->sym[p.left], *r = &sc->sym[p.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != p.size)
+            continue;
+        l->n += r->n;
+        l->iid = p.result;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            sc->sym[r->next].prev = p.left;
+        if (!try_pair(v, sc->sym, l->prev, p.left, h) || !try_pair(v, sc->sym, p.left, l->next, h))
+            return false;
+    }
+    for (int i = n_sym > 0 ? 0 : -1; i != -1; i = sc->sym[i].next) {
+        const bpe_symbol *s = &sc->sym[i];
+        if (s->iid >= 0 && s->iid < v->n_tokens) {
+            if (!tl_idvec_push(out, (int32_t)s->iid))
+                return false;
+            continue;
+        }
+        /* not a token: the reference tries each byte of the encoded text as a
+         * one-byte token and drops the bytes that are none */
+        for (size_t k = 0; k < s->n; k++) {
+            int64_t id = tl_strtab_find(&v->strs, w + s->start + k, 1);
+            if (id >= 0 && id < v->n_tokens && !tl_idvec_push(out, (int32_t)id))
+                return false;
+        }
+    }
+    return true;
+}
+
+tl_status tl_bpe_tokenize(const tl_vocab *v, const char *text, size_t len, tl_idvec *out, tl_error *err) {
+    if (len == 0)
+        return TL_OK;
+    if (len > (size_t)INT_MAX / 8)
+        return tl_error_set(err, TL_ERR_LIMIT, "tokenize: %zu bytes is more than one text may hold", len);
+    uint32_t *cpts = malloc(len * sizeof *cpts);
+    size_t *word_lens = NULL, n_words = 0;
+    bpe_scratch sc = {0};
+    tl_status st = TL_OK;
+    if (!cpts)
+        goto oom;
+    size_t n = tl_utf8_decode_all(text, len, cpts);
+    st = tl_pretok_split(v->pretok, cpts, n, &word_lens, &n_words, err);
+    if (st != TL_OK)
+        goto done;
+    size_t at = 0;
+    for (size_t wi = 0; wi < n_words; wi++) {
+        size_t wn = word_lens[wi];
+        /* each codepoint: up to 4 UTF-8 bytes, each spelled with up to 2 bytes */
+        if (wn * 8 > sc.word_cap) {
+            sc.word_cap = wn * 8 * 2;
+            char *nw = realloc(sc.word, sc.word_cap);
+            bpe_symbol *ns = realloc(sc.sym, sc.word_cap * sizeof *ns);
+            if (nw)
+                sc.word = nw;
+            if (ns)
+                sc.sym = ns;
+            if (!nw || !ns)
+                goto oom;
+        }
+        size_t wlen = 0;
+        for (size_t k = 0; k < wn; k++) {
+            char utf[4];
+            size_t ul = tl_utf8_encode(cpts[at + k], utf);
+            for (size_t b = 0; b < ul; b++)
+                wlen += tl_utf8_encode(tl_gpt2_byte_to_cpt((unsigned char)utf[b]), sc.word + wlen);
+        }
+        at += wn;
+        if (!bpe_word(v, &sc, wlen, out))
+            goto oom;
+    }
+    goto done;
+oom:
+    st = tl_error_set(err, TL_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
+done:
+    free(cpts);
+    free(word_lens);
+    free(sc.word);
+    free(sc.sym);
+    free(sc.heap.v);
+    return st;
+}

@@ -1,0 +1,138 @@
+/* unicode.c: the few Unicode facts the tokenizers need, defined the way the
+ * reference (llama.cpp) defines them so ids come out identical: lenient UTF-8
+ * decoding, category groups per codepoint (utf8proc's tables) and the GPT-2
+ * byte alphabet. */
+#include <utf8proc.h>
+
+#include "tok/tok_internal.h"
+
+size_t tl_utf8_decode_all(const char *text, size_t len, uint32_t *out) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0, n = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t need;
+        uint32_t cpt;
+        if (c < 0x80) {
+            out[n++] = c;
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            need = 2;
+            cpt = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            need = 3;
+            cpt = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            need = 4;
+            cpt = c & 0x07;
+        } else {
+            out[n++] = 0xFFFD; /* stray continuation byte or 0xF8..0xFF */
+            i++;
+            continue;
+        }
+        bool ok = i + need <= len;
+        for (size_t k = 1; ok && k < need; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                ok = false;
+            else
+                cpt = (cpt << 6) | (s[i + k] & 0x3F);
+        }
+        if (!ok || cpt > 0x10FFFF) {
+            out[n++] = 0xFFFD;
+            i++;
+            continue;
+        }
+        out[n++] = cpt;
+        i += need;
+    }
+    return n;
+}
+
+size_t tl_utf8_encode(uint32_t cpt, char *out) {
+    unsigned char *o = (unsigned char *)out;
+    if (cpt < 0x80) {
+        o[0] = (unsigned char)cpt;
+        return 1;
+    }
+    if (cpt < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (cpt >> 6));
+        o[1] = (unsigned char)(0x80 | (cpt & 0x3F));
+        return 2;
+    }
+    if (cpt < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (cpt >> 12));
+        o[1] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cpt & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | ((cpt >> 18) & 0x07));
+    o[1] = (unsigned char)(0x80 | ((cpt >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cpt & 0x3F));
+    return 4;
+}
+
+/* White_Space, the set Python's `regex` \s matches (and llama.cpp copied). */
+static bool is_white_space(uint32_t c) {
+    if (c <= 0x20)
+        return c == 0x20 || (c >= 0x09 && c <= 0x0D);
+    if (c < 0x85)
+        return false;
+    switch (c) {
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+        return true;
+    default:
+        return c >= 0x2000 && c <= 0x200A;
+    }
+}
+
+unsigned tl_cpt_flags(uint32_t cpt) {
+    if (cpt > 0x10FFFF)
+        return TL_CPT_CONTROL;
+    unsigned f = is_white_space(cpt) ? TL_CPT_WHITESPACE : 0;
+    switch (utf8proc_category((utf8proc_int32_t)cpt)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
+        return f | TL_CPT_LETTER;
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+        return f | TL_CPT_MARK;
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+        return f | TL_CPT_NUMBER;
+    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+        return f | TL_CPT_PUNCT;
+    case UTF8PROC_CATEGORY_SM: case UTF8PROC_CATEGORY_SC: case UTF8PROC_CATEGORY_SK:
+    case UTF8PROC_CATEGORY_SO:
+        return f | TL_CPT_SYMBOL;
+    case UTF8PROC_CATEGORY_ZS: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP:
+        return f | TL_CPT_SEPARATOR;
+    default: /* Cc, Cf, Cs, Co, Cn */
+        return f | TL_CPT_CONTROL;
+    }
+}
+
+/* The printable bytes stand for themselves; the other 68 (0x00-0x20, 0x7F-0xA0,
+ * 0xAD) are numbered from U+0100 in byte order. */
+uint32_t tl_gpt2_byte_to_cpt(unsigned char b) {
+    if (b <= 0x20)
+        return 0x100 + b;
+    if (b >= 0x7F && b <= 0xA0)
+        return 0x100 + 33 + (b - 0x7F);
+    if (b == 0xAD)
+        return 0x100 + 33 + 34;
+    return b;
+}
+
+int tl_gpt2_cpt_to_byte(uint32_t cpt) {
+    if ((cpt >= 0x21 && cpt <= 0x7E) || (cpt >= 0xA1 && cpt <= 0xAC) || (cpt >= 0xAE && cpt <= 0xFF))
+        return (int)cpt;
+    if (cpt >= 0x100 && cpt <= 0x120)
+        return (int)(cpt - 0x100);
+    if (cpt >= 0x121 && cpt <= 0x142)
+        return (int)(cpt - 0x121 + 0x7F);
+    if (cpt == 0x143)
+        return 0xAD;
+    return -1;
+}
