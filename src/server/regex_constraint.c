@@ -56,6 +56,8 @@ void regex_constraint_free(regex_constraint *rc) {
 }
 
 bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_t n) {
+    if (n == 0) /* PCRE2 reports no partial match on an empty subject */
+        return true;
     int r = pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md, NULL);
     return r >= 0 || r == PCRE2_ERROR_PARTIAL;
 }
