@@ -147,6 +147,8 @@ void tl_number_automaton_mask(const tl_number_automaton *a, uint64_t *mask);
 /* Advances by one token; TL_ERR_INVALID (nothing changed) when not allowed. */
 tl_status tl_number_automaton_accept(tl_number_automaton *a, int32_t id, tl_error *err);
 bool tl_number_automaton_done(const tl_number_automaton *a);
+/* Done by a terminator id (else by the terminator string). */
+bool tl_number_automaton_closed_by_id(const tl_number_automaton *a);
 /* The number text so far (no leading space, no terminator). */
 const char *tl_number_automaton_text(const tl_number_automaton *a, size_t *len);
 /* Bytes after the terminator in the closing token (empty unless allow_tail). */

@@ -1,0 +1,358 @@
+/* freetext.c: unconstrained generation for open fields, bounded by a
+ * terminator and by maxLength (see constrain.h for the escape rules).
+ *
+ * The raw bytes the model writes are lexed as they arrive: in the record
+ * rendering they are a JSON string body, so `\"` is a quote inside the value
+ * and only an unescaped terminator ends it. A terminator or escape split
+ * across tokens waits for the next token. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "constrain/constrain.h"
+#include "constrain/sample.h"
+#include "util/error.h"
+
+void tl_freetext_result_free(tl_freetext_result *r) {
+    if (!r)
+        return;
+    free(r->value);
+    free(r->ids);
+    free(r->logprob_full);
+    memset(r, 0, sizeof *r);
+}
+
+bool tl_freetext_escape(tl_strbuf *out, const char *s, size_t len) {
+    bool ok = true;
+    for (size_t i = 0; i < len && ok; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': ok = tl_strbuf_puts(out, "\\\""); break;
+        case '\\': ok = tl_strbuf_puts(out, "\\\\"); break;
+        case '\n': ok = tl_strbuf_puts(out, "\\n"); break;
+        case '\r': ok = tl_strbuf_puts(out, "\\r"); break;
+        case '\t': ok = tl_strbuf_puts(out, "\\t"); break;
+        case '\b': ok = tl_strbuf_puts(out, "\\b"); break;
+        case '\f': ok = tl_strbuf_puts(out, "\\f"); break;
+        default:
+            ok = c < 0x20 ? tl_strbuf_printf(out, "\\u%04x", c) : tl_strbuf_putc(out, (char)c);
+        }
+    }
+    return ok;
+}
+
+/* ===== UTF-8 ============================================================ */
+
+/* Length of the valid UTF-8 sequence at s (n bytes available): 1..4, 0 when
+ * invalid, -1 when valid so far but cut off. */
+static int utf8_seq(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    int len;
+    uint32_t min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    uint32_t cp = c & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n)
+            return -1;
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+static void put_utf8(tl_strbuf *out, uint32_t cp) {
+    char b[4];
+    size_t n;
+    if (cp < 0x80)
+        b[0] = (char)cp, n = 1;
+    else if (cp < 0x800)
+        b[0] = (char)(0xC0 | (cp >> 6)), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    else if (cp < 0x10000)
+        b[0] = (char)(0xE0 | (cp >> 12)), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+        b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+    else
+        b[0] = (char)(0xF0 | (cp >> 18)), b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+    tl_strbuf_append(out, b, n);
+}
+
+/* Valid UTF-8 of at most max_chars code points: invalid bytes become U+FFFD;
+ * a sequence cut off at the end is dropped when drop_cut, else replaced. */
+static size_t sanitize(const char *in, size_t n, size_t max_chars, bool drop_cut, tl_strbuf *out, bool *cut) {
+    size_t chars = 0, i = 0;
+    const unsigned char *s = (const unsigned char *)in;
+    for (; i < n && chars < max_chars;) {
+        int l = utf8_seq(s + i, n - i);
+        if (l > 0) {
+            tl_strbuf_append(out, in + i, (size_t)l);
+            i += (size_t)l;
+        } else if (l < 0 && drop_cut) {
+            break;
+        } else {
+            put_utf8(out, 0xFFFD);
+            i += 1;
+        }
+        chars++;
+    }
+    *cut = i < n;
+    return chars;
+}
+
+/* ===== the lexer over raw output ======================================== */
+
+typedef struct lexer {
+    const char *term;
+    size_t term_len;
+    bool json;
+    size_t pos;        /* raw bytes consumed */
+    tl_strbuf value;   /* unescaped bytes so far */
+    uint32_t pending_high; /* a \uD8xx waiting for its low surrogate */
+    bool closed;
+} lexer;
+
+static int hex4(const char *s) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = s[i];
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Consumes what it can of raw[pos..n); stops at the terminator or at a
+ * terminator / escape that the next token may complete. */
+static void lex(lexer *lx, const char *raw, size_t n) {
+    while (lx->pos < n && !lx->closed) {
+        size_t left = n - lx->pos;
+        const char *p = raw + lx->pos;
+        if (lx->term_len) {
+            size_t m = left < lx->term_len ? left : lx->term_len;
+            if (memcmp(p, lx->term, m) == 0) {
+                if (m == lx->term_len) {
+                    lx->closed = true;
+                    lx->pos += m;
+                    return;
+                }
+                return; /* a start of the terminator: wait */
+            }
+        }
+        if (lx->json && p[0] == '\\') {
+            if (left < 2)
+                return;
+            char e = p[1];
+            const char *simple = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+            const char *hit = e ? strchr(simple, e) : NULL;
+            if (hit) {
+                tl_strbuf_putc(&lx->value, to[hit - simple]);
+                lx->pos += 2;
+            } else if (e == 'u') {
+                if (left < 6)
+                    return;
+                int cp = hex4(p + 2);
+                if (cp < 0) {
+                    tl_strbuf_append(&lx->value, p, 2);
+                    lx->pos += 2;
+                    continue;
+                }
+                lx->pos += 6;
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    lx->pending_high = (uint32_t)cp;
+                    continue;
+                }
+                if (cp >= 0xDC00 && cp <= 0xDFFF && lx->pending_high) {
+                    put_utf8(&lx->value, 0x10000 + ((lx->pending_high - 0xD800) << 10) + ((uint32_t)cp - 0xDC00));
+                    lx->pending_high = 0;
+                    continue;
+                }
+                put_utf8(&lx->value, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : (uint32_t)cp);
+            } else {
+                tl_strbuf_append(&lx->value, p, 2); /* unknown escape: kept as written */
+                lx->pos += 2;
+            }
+            if (lx->pending_high) {
+                put_utf8(&lx->value, 0xFFFD);
+                lx->pending_high = 0;
+            }
+            continue;
+        }
+        if (lx->pending_high) {
+            put_utf8(&lx->value, 0xFFFD);
+            lx->pending_high = 0;
+        }
+        tl_strbuf_putc(&lx->value, p[0]);
+        lx->pos++;
+    }
+}
+
+static bool is_term_id(const tl_freetext_params *p, int32_t id) {
+    for (size_t i = 0; i < p->n_terminator_ids; i++)
+        if (p->terminator_ids[i] == id)
+            return true;
+    return false;
+}
+
+static tl_status finish(lexer *lx, size_t max_chars, bool cut_by_limit, tl_freetext_result *out, tl_error *err) {
+    tl_strbuf clean = TL_STRBUF_INIT;
+    bool cut = false;
+    out->n_chars = sanitize(tl_strbuf_cstr(&lx->value), lx->value.len, max_chars, cut_by_limit, &clean, &cut);
+    if (cut && out->n_chars == max_chars)
+        out->truncated = true;
+    out->value_len = clean.len;
+    out->value = clean.buf ? tl_strbuf_detach(&clean) : calloc(1, 1);
+    if (!out->value)
+        return tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+    return TL_OK;
+}
+
+static size_t count_chars(const tl_strbuf *v) {
+    size_t n = 0;
+    for (size_t i = 0; i < v->len; i++)
+        n += ((unsigned char)v->buf[i] & 0xC0) != 0x80;
+    return n;
+}
+
+static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
+                                 size_t max_chars, int max_tokens, tl_freetext_result *out, tl_error *err) {
+    tl_strbuf re = TL_STRBUF_INIT, text = TL_STRBUF_INIT;
+    int32_t *gen = NULL;
+    size_t n_gen = 0;
+    lexer lx = {p->terminator, p->terminator ? strlen(p->terminator) : 0, p->json_escapes, 0, TL_STRBUF_INIT, 0,
+                false};
+    tl_status st = tl_freetext_regex(max_chars, p->json_escapes, p->terminator, &re, err);
+    if (!st)
+        st = b->ops->generate_regex(b, ids, n, tl_strbuf_cstr(&re), max_tokens, p->sample.temperature,
+                                    p->sample.seed, &gen, &n_gen, &out->usage, err);
+    if (!st)
+        st = tl_backend_detokenize(b, gen, n_gen, &text, err);
+    if (!st) {
+        lex(&lx, tl_strbuf_cstr(&text), text.len);
+        out->closed = lx.closed || (n_gen && is_term_id(p, gen[n_gen - 1]));
+        out->truncated = !out->closed;
+        out->ids = gen;
+        gen = NULL;
+        out->n_ids = n_gen;
+        st = finish(&lx, max_chars, !out->closed, out, err);
+    }
+    free(gen);
+    tl_strbuf_free(&re);
+    tl_strbuf_free(&text);
+    tl_strbuf_free(&lx.value);
+    return st;
+}
+
+tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
+                               tl_freetext_result *out, tl_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!b || !p || (!ids && n))
+        return tl_error_set(err, TL_ERR_INVALID, "free text: missing backend, params or ids");
+    size_t max_chars = p->max_chars ? p->max_chars : 4096;
+    size_t max_tokens = p->sample.max_tokens > 0 ? (size_t)p->sample.max_tokens : 4 * max_chars + 16;
+    if (!b->ops->next_logits) {
+        if (!b->ops->generate_regex)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED, "free text: the %s backend has neither logits nor regex",
+                                b->ops->kind);
+        return generate_remote(b, ids, n, p, max_chars, (int)max_tokens, out, err);
+    }
+    if (!b->vocab)
+        return tl_error_set(err, TL_ERR_INVALID, "free text: the backend has no vocabulary");
+    const tl_vocab *v = b->vocab;
+    int32_t n_tok = tl_vocab_n_tokens(v);
+    lexer lx = {p->terminator, p->terminator ? strlen(p->terminator) : 0, p->json_escapes, 0, TL_STRBUF_INIT, 0,
+                false};
+    tl_strbuf raw = TL_STRBUF_INIT;
+    int32_t *seq = malloc((n + max_tokens) * sizeof *seq);
+    int32_t *cand = malloc((size_t)b->n_vocab * sizeof *cand);
+    float *logits = malloc((size_t)b->n_vocab * sizeof *logits);
+    out->ids = malloc(max_tokens * sizeof *out->ids);
+    out->logprob_full = malloc(max_tokens * sizeof(double));
+    tl_status st = TL_OK;
+    if (!seq || !cand || !logits || !out->ids || !out->logprob_full) {
+        st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+        goto done;
+    }
+    /* the candidates: every token except control/unused ones that neither end
+     * generation nor are terminator ids (their text must not enter a value) */
+    size_t n_cand = 0;
+    for (int32_t id = 0; id < b->n_vocab; id++) {
+        if (id < n_tok) {
+            tl_token_attr at = tl_vocab_token_attr(v, id);
+            if ((at == TL_TOKEN_CONTROL || at == TL_TOKEN_UNUSED) && !tl_vocab_is_eog(v, id) && !is_term_id(p, id))
+                continue;
+        } else if (!is_term_id(p, id)) {
+            continue; /* logits beyond the tokenizer (padding rows) */
+        }
+        cand[n_cand++] = id;
+    }
+    if (n)
+        memcpy(seq, ids, n * sizeof *seq);
+    size_t len = n;
+    uint64_t rng = p->sample.seed;
+    char small[256];
+    while (!out->closed) {
+        if (out->n_ids == max_tokens) {
+            out->truncated = true;
+            break;
+        }
+        if ((st = tl_backend_next_logits(b, seq, len, logits, &out->usage, err)))
+            goto done;
+        int32_t id = tl_sample_ids(logits, cand, n_cand, p->sample.temperature, &rng);
+        out->logprob_full[out->n_ids] = logits[id] - tl_logsumexp_f(logits, (size_t)b->n_vocab);
+        out->ids[out->n_ids++] = id;
+        seq[len++] = id;
+        out->usage.output_tokens++;
+        if (is_term_id(p, id) || (id < n_tok && tl_vocab_is_eog(v, id))) {
+            out->closed = true;
+            break;
+        }
+        size_t tb = tl_vocab_token_bytes(v, id, false, small, sizeof small);
+        if (tb > sizeof small) {
+            char *big = malloc(tb);
+            if (!big) {
+                st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+                goto done;
+            }
+            tl_vocab_token_bytes(v, id, false, big, tb);
+            tl_strbuf_append(&raw, big, tb);
+            free(big);
+        } else {
+            tl_strbuf_append(&raw, small, tb);
+        }
+        lex(&lx, tl_strbuf_cstr(&raw), raw.len);
+        if (lx.closed) {
+            out->closed = true;
+            break;
+        }
+        if (count_chars(&lx.value) >= max_chars) {
+            out->truncated = true;
+            break;
+        }
+    }
+    st = finish(&lx, max_chars, out->truncated, out, err);
+done:
+    if (st) {
+        tl_usage u = out->usage;
+        tl_freetext_result_free(out);
+        out->usage = u;
+    }
+    tl_strbuf_free(&raw);
+    tl_strbuf_free(&lx.value);
+    free(seq);
+    free(cand);
+    free(logits);
+    return st;
+}
