@@ -1,11 +1,109 @@
-/* cmd_oracle.c: `typellm oracle` (not built yet: see the open issue that owns it). */
+/* cmd_oracle.c: `typellm oracle --file F.ae --prefix TEXT`: asks the Aeon
+ * completion oracle whether TEXT can still become a well-typed term for the
+ * file's hole, and prints the verdict and a witness completion. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "aeon/aeon.h"
+#include "aeon/oracle.h"
 #include "cli/cli.h"
+#include "util/fileio.h"
+
+static void oracle_usage(FILE *f) {
+    fprintf(f,
+            "usage: typellm oracle --file F.ae [--prefix TEXT | --prefix-file P] [--max-states N] [--context]\n"
+            "  prints LIVE/DEAD/UNKNOWN for the prefix and, for LIVE, a full witness.\n"
+            "  --context   also print the hole's goal type and typing context\n"
+            "  exit status: 0 LIVE, 3 DEAD, 4 UNKNOWN, 1 error, 2 usage\n");
+}
 
 int tl_cmd_oracle(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "typellm oracle: not available in this build yet\n");
-    return 1;
+    const char *file = NULL, *prefix = NULL, *prefix_file = NULL;
+    long long max_states = 0;
+    bool show_context = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            oracle_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--file") && i + 1 < argc) {
+            file = argv[++i];
+        } else if (!strcmp(a, "--prefix") && i + 1 < argc) {
+            prefix = argv[++i];
+        } else if (!strcmp(a, "--prefix-file") && i + 1 < argc) {
+            prefix_file = argv[++i];
+        } else if (!strcmp(a, "--max-states") && i + 1 < argc) {
+            max_states = atoll(argv[++i]);
+        } else if (!strcmp(a, "--context")) {
+            show_context = true;
+        } else {
+            fprintf(stderr, "typellm oracle: unknown or incomplete option '%s'\n", a);
+            oracle_usage(stderr);
+            return 2;
+        }
+    }
+    if (!file || (!prefix && !prefix_file)) {
+        oracle_usage(stderr);
+        return 2;
+    }
+    if (!max_states && getenv("AEON_TC_MAX_STATES"))
+        max_states = atoll(getenv("AEON_TC_MAX_STATES"));
+    tl_error err = {0};
+    ae_program *prog = NULL;
+    ae_scope *scope = NULL;
+    ae_engine *eng = NULL;
+    char *pdata = NULL;
+    size_t plen = 0;
+    int rc = 1;
+    if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
+        fprintf(stderr, "typellm oracle: %s\n", err.msg);
+        goto done;
+    }
+    ae_oracle_limits lim = {.max_states = max_states};
+    if (ae_engine_new(scope, &lim, &eng, &err)) {
+        fprintf(stderr, "typellm oracle: %s\n", err.msg);
+        goto done;
+    }
+    if (prefix_file) {
+        if (tl_read_file(prefix_file, 1 << 20, &pdata, &plen, &err)) {
+            fprintf(stderr, "typellm oracle: %s\n", err.msg);
+            goto done;
+        }
+    } else {
+        plen = strlen(prefix);
+    }
+    if (show_context) {
+        tl_strbuf sb = TL_STRBUF_INIT;
+        ae_scope_describe(scope, &sb);
+        printf("goal: %s\ncontext:\n%s", ae_scope_goal_text(scope), tl_strbuf_cstr(&sb));
+        tl_strbuf_free(&sb);
+    }
+    ae_state *s0 = ae_state_initial();
+    ae_state *st = s0 ? ae_state_advance(s0, pdata ? pdata : prefix, plen) : NULL;
+    ae_state_free(s0);
+    if (!st) {
+        fprintf(stderr, "typellm oracle: out of memory\n");
+        goto done;
+    }
+    tl_strbuf wit = TL_STRBUF_INIT;
+    ae_query_stats qs;
+    double t0 = tl_now_s();
+    ae_verdict v = ae_completion_status(eng, st, &wit, &qs);
+    double dt = tl_now_s() - t0;
+    printf("%s\n", ae_verdict_name(v));
+    if (v == AE_LIVE)
+        printf("witness: %s\naccepting: %s\n", tl_strbuf_cstr(&wit), wit.len == st->len ? "yes" : "no");
+    else if (v == AE_UNKNOWN)
+        printf("reason: %s\n", tl_strbuf_cstr(&wit));
+    printf("work: %lld states, %.1f us\n", (long long)qs.work, dt * 1e6);
+    rc = v == AE_LIVE ? 0 : v == AE_DEAD ? 3 : 4;
+    tl_strbuf_free(&wit);
+    ae_state_free(st);
+done:
+    free(pdata);
+    ae_engine_free(eng);
+    ae_scope_free(scope);
+    ae_program_free(prog);
+    return rc;
 }

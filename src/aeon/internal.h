@@ -1,0 +1,14 @@
+/* internal.h: declarations shared by the files of the aeon layer only. */
+#ifndef TL_AEON_INTERNAL_H
+#define TL_AEON_INTERNAL_H
+
+#include "aeon/aeon.h"
+
+/* A type written with a name outside the fragment (List, a type variable):
+ * the def using it is filtered from contexts. */
+#define AE_T_UNSUPPORTED (-2)
+
+/* Parses prog->source into prog->defs; *hole_out is the hole (NULL if none). */
+tl_status ae_parse_program(ae_program *prog, tl_error *err, ae_expr **hole_out);
+
+#endif
