@@ -869,6 +869,14 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
         }
         if (k == 0)
             break;
+        if (w->client_gone && w->client_gone(w->client_ctx)) {
+            st = tl_error_set(err, TL_ERR_CANCELLED, "client went away");
+            goto done;
+        }
+        if (w->deadline_s > 0 && tl_now_s() > w->deadline_s) {
+            st = tl_error_set(err, TL_ERR_TIMEOUT, "request timed out after %zu tokens", gs[which[0]].n_out);
+            goto done;
+        }
         tl_usage u = {0};
         st = tl_scheduler_eval(s->sched, seqs, k, w, &u, err);
         if (st != TL_OK)
