@@ -401,13 +401,20 @@ static void tighter(bound *incl, const bound *excl, bool is_min) {
     }
 }
 
+/* Plain decimal text of d ("-0.25", "1200"); huge exponents stay as e-notation. */
 static void decimal_str(const decimal *d, char *buf, size_t cap) {
-    char m[48];
+    char m[44];
     num_i128_to_str(d->mant, m, sizeof m);
-    if (d->exp == 0)
-        snprintf(buf, cap, "%s%s", d->neg ? "-" : "", m);
+    size_t n = strlen(m);
+    const char *sign = d->neg ? "-" : "";
+    if (d->exp >= 0 && d->exp <= 20)
+        snprintf(buf, cap, "%s%s%.*s", sign, m, d->exp, "00000000000000000000");
+    else if (d->exp < 0 && -d->exp < (int)n)
+        snprintf(buf, cap, "%s%.*s.%s", sign, (int)(n - (size_t)-d->exp), m, m + n - (size_t)-d->exp);
+    else if (d->exp < 0 && -d->exp - (int)n <= 20)
+        snprintf(buf, cap, "%s0.%.*s%s", sign, -d->exp - (int)n, "00000000000000000000", m);
     else
-        snprintf(buf, cap, "%s%se%d", d->neg ? "-" : "", m, d->exp);
+        snprintf(buf, cap, "%s%se%d", sign, m, d->exp);
 }
 
 tl_status tl_number_spec_from_schema(const json_t *field, const char *path, tl_number_spec *out, tl_error *err) {
@@ -451,7 +458,7 @@ tl_status tl_number_spec_from_schema(const json_t *field, const char *path, tl_n
     tighter(&mn, &xmn, true);
     tighter(&mx, &xmx, false);
     if (mn.set && mx.set && cmp_decimal(&mn.d, &mx.d) > 0) {
-        char a[64], b[64];
+        char a[128], b[128];
         decimal_str(&mn.d, a, sizeof a);
         decimal_str(&mx.d, b, sizeof b);
         return tl_error_set(err, TL_ERR_SCHEMA, "%s/%s: %s is greater than %s %s", path, mn.key, a, mx.key, b);
