@@ -214,6 +214,11 @@ static void output_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
                      m->n_embd, m->norm_eps);
 }
 
+static int64_t grain_for(int64_t floats_per_item) {
+    int64_t g = 8192 / (floats_per_item > 0 ? floats_per_item : 1);
+    return g > 1 ? g : 1;
+}
+
 static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok,
                                  int32_t max_pos, pass *P, tl_error *err) {
     int64_t E = m->n_embd, nq = (int64_t)m->n_head * m->head_dim_k, no = (int64_t)m->n_head * m->head_dim_v;
@@ -266,28 +271,31 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
     tl_status st = scratch_reserve(m, pool, sc, n_tok, max_pos, &P, err);
     if (st != TL_OK)
         return st;
-    tl_pool_run(pool, n_tok, 1, embed_rows, &P);
+    /* Items per pool chunk: enough work (~8K floats) that waking a thread pays. */
+    int64_t g_embd = grain_for(m->n_embd), g_ff = grain_for(m->n_ff);
+    int64_t g_att = grain_for(((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v));
+    tl_pool_run(pool, n_tok, g_embd, embed_rows, &P);
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];
         P.layer = l;
-        tl_pool_run(pool, n_tok, 1, attn_norm_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, attn_norm_rows, &P);
         tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
         tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
         tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
-        tl_pool_run(pool, n_tok, 1, qk_prepare_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, qk_prepare_rows, &P);
         /* attention output (n_tok, n_head * head_dim_v) goes into h */
-        tl_pool_run(pool, (int64_t)n_tok * m->n_head, 1, attention_items, &P);
+        tl_pool_run(pool, (int64_t)n_tok * m->n_head, g_att, attention_items, &P);
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
-        tl_pool_run(pool, n_tok, 1, residual_rows, &P);
-        tl_pool_run(pool, n_tok, 1, ffn_norm_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
         tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
         tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
-        tl_pool_run(pool, n_tok, 1, swiglu_rows, &P);
+        tl_pool_run(pool, n_tok, g_ff, swiglu_rows, &P);
         tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
-        tl_pool_run(pool, n_tok, 1, residual_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
     }
     if (hidden_out)
-        tl_pool_run(pool, n_tok, 1, output_norm_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, output_norm_rows, &P);
     return TL_OK;
 }
 

@@ -12,9 +12,6 @@
 #include "engine/model_internal.h"
 #include "util/error.h"
 
-extern tl_status tl_vocab_load(const tl_gguf *g, tl_vocab **out, tl_error *err) __attribute__((weak));
-extern void tl_vocab_free(tl_vocab *v) __attribute__((weak));
-
 /* Hyperparameters beyond these are not a real model, and would only turn a
  * corrupt header into a huge allocation. */
 #define MAX_LAYERS 4096
@@ -363,7 +360,7 @@ tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
     }
     if ((st = load_weights(&L, err)) != TL_OK || (st = setup_rope(&L, err)) != TL_OK)
         goto fail;
-    if (tl_vocab_load && (st = tl_vocab_load(m->gguf, &m->vocab, err)) != TL_OK) {
+    if ((st = tl_vocab_load(m->gguf, &m->vocab, err)) != TL_OK) {
         tl_error_wrap(err, "%s", path);
         goto fail;
     }
@@ -393,8 +390,7 @@ fail:
 void tl_model_free(tl_model *m) {
     if (!m)
         return;
-    if (m->vocab)
-        tl_vocab_free(m->vocab);
+    tl_vocab_free(m->vocab);
     tl_gguf_close(m->gguf);
     free(m->layers);
     free(m->vectors);
