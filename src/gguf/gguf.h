@@ -114,6 +114,8 @@ void tl_gguf_close(tl_gguf *g);
 uint32_t tl_gguf_version(const tl_gguf *g);
 uint64_t tl_gguf_file_size(const tl_gguf *g);
 uint32_t tl_gguf_alignment(const tl_gguf *g);
+/* Start of the tensor data: the end of the tensor table rounded up to the alignment.
+ * A file without tensors (vocab-only) may end before it. */
 uint64_t tl_gguf_data_offset(const tl_gguf *g);
 const char *tl_gguf_path(const tl_gguf *g);
 
