@@ -147,8 +147,13 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             st = append_question(r, &branches[j], fi, err);
         reqs[j] = (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, f->n_values, r->out[fi].logprobs};
     }
+    tl_usage wave_usage = {0};
     if (!st)
-        st = tl_backend_score(r->b, reqs, k, &r->usage, err);
+        st = tl_backend_score(r->b, reqs, k, &wave_usage, err);
+    r->usage.prompt_tokens += wave_usage.prompt_tokens;
+    r->usage.cached_tokens += wave_usage.cached_tokens;
+    r->usage.computed_tokens += wave_usage.computed_tokens;
+    r->usage.forward_passes += wave_usage.forward_passes;
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
         field_outcome *o = &r->out[fi];
@@ -157,9 +162,13 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         o->decided = true;
         o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
         if (!st && r->opts->trace) {
-            o->trace = json_pack("{s:o, s:I, s:I, s:s%}", "ids", ids_json(branches[j].ids, branches[j].n), "position",
-                                 (json_int_t)branches[j].n - 1, "wave", (json_int_t)wave, "text",
-                                 tl_strbuf_cstr(&branches[j].text), branches[j].text.len);
+            o->trace = json_pack("{s:o, s:I, s:I, s:s%, s:{s:I, s:I, s:I}}", "ids",
+                                 ids_json(branches[j].ids, branches[j].n), "position", (json_int_t)branches[j].n - 1,
+                                 "wave", (json_int_t)wave, "text", tl_strbuf_cstr(&branches[j].text),
+                                 branches[j].text.len, "wave_usage", "prompt_tokens",
+                                 (json_int_t)wave_usage.prompt_tokens, "cached_tokens",
+                                 (json_int_t)wave_usage.cached_tokens, "computed_tokens",
+                                 (json_int_t)wave_usage.computed_tokens);
             if (!o->trace)
                 st = nomem(err);
         }

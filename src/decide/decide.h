@@ -32,9 +32,12 @@ typedef struct tl_decide_opts {
  *   {"values": {field: typed value | null, ... in schema order},
  *    "fields": {field: {"value", "label", "probabilities": {value text: p},
  *                       "candidates": [{"value", "label", "token", "logprob"}],
- *                       "abstained", ("trace": {"ids", "position", "wave", "text"})}},
+ *                       "abstained", ("trace": {"ids", "position", "wave", "text", "wave_usage"})}},
  *    "usage": {"prompt_tokens", "cached_tokens", "computed_tokens", "forward_passes"},
- *    "timing_ms": {"prepare", "score", "total"}, "mode", "style", "model"}.
+ *    "timing_ms": {"prepare", "score", "total"}, "mode", "style", ("chat_template"), "model"}.
+ * Trace: "ids" are the exact token ids sent for the field, "position" the
+ * index of the last of them (the candidates are scored for the next token),
+ * "wave" the batched step it ran in, "wave_usage" that step's token counts.
  * Field keys are the schema's property keys; the model sees "x-name" when a
  * field has one. opts may be NULL (auto mode, argmax, no threshold).
  * Errors: TL_ERR_SCHEMA with the JSON path (/properties/NAME/...) for a bad

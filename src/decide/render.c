@@ -32,6 +32,10 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
         ok &= tl_strbuf_printf(out, "%s\n\n", s->description);
     if (r->style == TL_STYLE_RECORD)
         ok &= tl_strbuf_puts(out, "Input:\n");
+    /* Trailing blank space would only blur the separator that follows. */
+    while (len && (context[len - 1] == '\n' || context[len - 1] == '\r' || context[len - 1] == ' ' ||
+                   context[len - 1] == '\t'))
+        len--;
     ok &= tl_strbuf_append(out, context, len);
     if (r->style == TL_STYLE_CHAT)
         ok &= tl_strbuf_puts(out, "\n\nAnswer each Choice with the label of one of its choices.\n\n");
