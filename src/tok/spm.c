@@ -119,9 +119,15 @@ tl_status tl_spm_tokenize(const tl_vocab *v, const char *text, size_t len, bool 
     }
     int n_sym = 0;
     for (size_t off = 0; off < n;) {
+        /* One symbol per UTF-8 character. A lead byte whose sequence is cut short
+         * is a symbol alone (the reference would swallow the next bytes, which
+         * can eat half of an escaped space); valid text splits identically. */
         size_t l = tl_utf8_len((unsigned char)esc[off]);
         if (l > n - off)
-            l = n - off;
+            l = 1;
+        for (size_t k = 1; k < l; k++)
+            if (((unsigned char)esc[off + k] & 0xC0) != 0x80)
+                l = 1;
         sym[n_sym] = (spm_symbol){n_sym - 1, off + l == n ? -1 : n_sym + 1, off, l};
         n_sym++;
         off += l;

@@ -51,6 +51,13 @@ static bool is_numeric_array(const tl_gguf_value *v) {
     }
 }
 
+/* A metadata value of the wrong type is a malformed file (the getter's message names the key). */
+static tl_status as_format_error(tl_error *err) {
+    if (err)
+        err->code = TL_ERR_FORMAT;
+    return TL_ERR_FORMAT;
+}
+
 /* Reads an optional token id key; absent keeps *id. Out-of-range ids are
  * ignored like the reference does (it warns and keeps the default). */
 static tl_status read_token_id(const tl_gguf *g, const char *key, int32_t n_tokens, int32_t *id, tl_error *err) {
@@ -59,7 +66,7 @@ static tl_status read_token_id(const tl_gguf *g, const char *key, int32_t n_toke
         return TL_OK;
     uint32_t x;
     if (tl_gguf_get_u32(g, key, &x, err) != TL_OK)
-        return TL_ERR_FORMAT;
+        return as_format_error(err);
     if (x < (uint32_t)n_tokens)
         *id = (int32_t)x;
     return TL_OK;
@@ -68,7 +75,7 @@ static tl_status read_token_id(const tl_gguf *g, const char *key, int32_t n_toke
 static tl_status read_bool(const tl_gguf *g, const char *key, bool *out, tl_error *err) {
     if (!tl_gguf_get(g, key))
         return TL_OK;
-    return tl_gguf_get_bool(g, key, out, err) == TL_OK ? TL_OK : TL_ERR_FORMAT;
+    return tl_gguf_get_bool(g, key, out, err) == TL_OK ? TL_OK : as_format_error(err);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -314,7 +321,7 @@ tl_status tl_vocab_load(const tl_gguf *g, tl_vocab **out, tl_error *err) {
     if (!tl_gguf_get(g, "tokenizer.ggml.model"))
         return tl_error_set(err, TL_ERR_FORMAT, "%s: no tokenizer (tokenizer.ggml.model is absent)", path);
     if (tl_gguf_get_str(g, "tokenizer.ggml.model", &model, err) != TL_OK)
-        return TL_ERR_FORMAT;
+        return as_format_error(err);
     tl_vocab *v = calloc(1, sizeof *v);
     if (!v)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
@@ -332,7 +339,7 @@ tl_status tl_vocab_load(const tl_gguf *g, tl_vocab **out, tl_error *err) {
     if (tl_gguf_get(g, "tokenizer.ggml.pre")) {
         tl_gguf_str pre;
         if (tl_gguf_get_str(g, "tokenizer.ggml.pre", &pre, err) != TL_OK) {
-            st = TL_ERR_FORMAT;
+            st = as_format_error(err);
             goto fail;
         }
         if (pre.len >= sizeof v->pre || memchr(pre.ptr, '\0', pre.len)) {
