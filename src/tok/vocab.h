@@ -51,7 +51,10 @@ const char *tl_vocab_chat_template(const tl_vocab *v);
 
 /* Tokenizes text[0..len). add_special: prepend BOS / append EOS as the metadata
  * says. parse_special: control-token texts in the input become those tokens.
- * *ids is malloc'd (caller frees). Invalid UTF-8 never crashes. */
+ * *ids is malloc'd (caller frees, also when n_ids is 0). Invalid UTF-8 never
+ * crashes: SPM keeps every byte (byte tokens), so it still round-trips; byte-level
+ * BPE reads each byte that does not start a complete UTF-8 sequence as U+FFFD
+ * (as the reference does), so such bytes come back as EF BF BD. */
 tl_status tl_vocab_tokenize(const tl_vocab *v, const char *text, size_t len, bool add_special,
                             bool parse_special, int32_t **ids, size_t *n_ids, tl_error *err);
 
