@@ -146,6 +146,9 @@ typedef struct {
 tl_unpack_info tl_unpack_info_of(tl_ggml_type t);
 /* Scalar unpack of one row of n elements (the reference for the SIMD ones). */
 void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
+/* SIMD unpacks: byte-identical output to the scalar one (call only where the CPU has the ISA). */
+void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
+void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
 
 /* Quantizes X rows [t0, t1) into act (offset from the weight type). */
 void tl_act_quantize_rows(tl_act *a, const float *X, int offset, int64_t t0, int64_t t1);

@@ -1,9 +1,325 @@
-/* matmul_avx2.c: AVX2 + FMA + F16C kernels (placeholder: scalar until tuned). */
+/* matmul_avx2.c: the AVX2 + FMA + F16C kernels, for x86 CPUs without
+ * AVX-512 (compiled with target attributes; the dispatcher checks cpuid).
+ *
+ * Same structure as matmul_avx512.c with one 32-block per 256-bit step:
+ * lane k of a block covers elements 4k..4k+3. Integer sums use
+ * vpmaddubsw + vpmaddwd, whose 16-bit pair sums must not saturate: codes are
+ * <= 63 for every type but Q8_0, which takes the |w| x sign(x, w) form
+ * instead (|w| <= 128, |x| <= 127: pair sums <= 32512). Tiles are 4 rows x
+ * up to 2 tokens (16 ymm registers). */
+#include <immintrin.h>
+#include <stdlib.h>
+
 #include "kernels/kernels_internal.h"
 
-void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
-    tl_rows_float_scalar(W, o0, o1, X, n_tok, Y);
+#define TARGET __attribute__((target("avx2,fma,f16c")))
+#define INLINE __attribute__((always_inline)) static inline
+#define UNROLL _Pragma("GCC unroll 4")
+
+enum { ROWS = 4, TOK_TILE = 2, TOK_CHUNK = 64 };
+
+/* Sum of the 8 lanes in a fixed order. */
+TARGET INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
 }
-void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
-    tl_rows_quant_scalar(W, o0, o1, A, Y);
+
+/* ---- float weights ------------------------------------------------------- */
+
+TARGET INLINE __m256 load_w8(tl_ggml_type t, const uint8_t *w, int64_t i) {
+    if (t == TL_TYPE_F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (t == TL_TYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The last n_in % 8 weights, zero-padded to 8. */
+TARGET INLINE __m256 load_w8_tail(tl_ggml_type t, const uint8_t *w, int64_t i, int64_t n) {
+    float tmp[8] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        if (t == TL_TYPE_F32) memcpy(&tmp[k], w + 4 * (i + k), 4);
+        else {
+            uint16_t h;
+            memcpy(&h, w + 2 * (i + k), 2);
+            tmp[k] = t == TL_TYPE_F16 ? tl_half_to_f32(h) : tl_bf16_to_f32(h);
+        }
+    }
+    return _mm256_loadu_ps(tmp);
+}
+
+TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R, const float *X, int64_t n_in,
+                              int T, float *Y, int64_t n_out) {
+    __m256 acc[ROWS][TOK_TILE];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n_in; i += 8) {
+        __m256 wv[ROWS];
+        UNROLL for (int r = 0; r < R; r++) wv[r] = load_w8(type, w[r], i);
+        UNROLL for (int t = 0; t < T; t++) {
+            __m256 xv = _mm256_loadu_ps(X + t * n_in + i);
+            UNROLL for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+        }
+    }
+    if (i < n_in) {
+        __m256 wv[ROWS];
+        UNROLL for (int r = 0; r < R; r++) wv[r] = load_w8_tail(type, w[r], i, n_in - i);
+        UNROLL for (int t = 0; t < T; t++) {
+            float tmp[8] = {0};
+            memcpy(tmp, X + t * n_in + i, sizeof(float) * (size_t)(n_in - i));
+            __m256 xv = _mm256_loadu_ps(tmp);
+            UNROLL for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) Y[t * n_out + r] = hsum8(acc[r][t]);
+}
+
+#define FLOAT_TILE(R, T)                                                                          \
+    TARGET static void float_tile_##R##_##T(tl_ggml_type ty, const uint8_t *const *w, const float *X, \
+                                            int64_t n_in, float *Y, int64_t n_out) {              \
+        if (ty == TL_TYPE_F16) float_tile(TL_TYPE_F16, w, R, X, n_in, T, Y, n_out);               \
+        else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out);        \
+        else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out);                                 \
+    }
+FLOAT_TILE(4, 1) FLOAT_TILE(4, 2) FLOAT_TILE(1, 1) FLOAT_TILE(1, 2)
+
+typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float *, int64_t, float *, int64_t);
+static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}, {float_tile_4_1, float_tile_4_2}};
+
+TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
+    const int64_t n_in = W->n_in, n_out = W->n_out;
+    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
+        int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
+        for (int64_t o = o0; o < o1;) {
+            int R = o1 - o >= ROWS ? ROWS : 1;
+            const uint8_t *w[ROWS];
+            for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
+            for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
+                int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
+                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
+            }
+            o += R;
+        }
+    }
+}
+
+/* ---- unpacking quantized rows ---------------------------------------------- */
+
+/* 32 bytes, byte i = 0xFF where bit i of bits is set. */
+TARGET INLINE __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+TARGET static void unpack_q8_0(const uint8_t *s, int64_t nb, uint8_t *code, float *ws) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++, s += sizeof(blk_q8_0)) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(s + 2));
+        _mm256_storeu_si256((__m256i *)(code + 32 * b), _mm256_xor_si256(q, flip));
+        tl_half d;
+        memcpy(&d, s, 2);
+        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+    }
+}
+
+TARGET static void unpack_q4_0_q5_0(const uint8_t *s, int64_t nb, int five, uint8_t *code, float *ws) {
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    size_t bb = five ? sizeof(blk_q5_0) : sizeof(blk_q4_0);
+    for (int64_t b = 0; b < nb; b++, s += bb) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + 2 + 4 * five));
+        __m256i c = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(a, 4), low4), _mm_and_si128(a, low4));
+        if (five) {
+            uint32_t qh;
+            memcpy(&qh, s + 2, 4);
+            c = _mm256_or_si256(c, _mm256_and_si256(bits_to_bytes(qh), sixteen));
+        }
+        _mm256_storeu_si256((__m256i *)(code + 32 * b), c);
+        tl_half d;
+        memcpy(&d, s, 2);
+        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+    }
+}
+
+TARGET static void unpack_q4_k_q5_k(const uint8_t *s, int64_t nsb, int five, uint8_t *code, float *ws, float *wm) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    size_t bb = five ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+    for (int64_t sb = 0; sb < nsb; sb++, s += bb, code += QKK, ws += 16, wm += 8) {
+        tl_half dh, mh;
+        memcpy(&dh, s, 2);
+        memcpy(&mh, s + 2, 2);
+        float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
+        const uint8_t *scales = s + 4, *qh = s + 16, *qs = s + 16 + 32 * five;
+        __m256i hb = five ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m256i lo = _mm256_and_si256(v, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            if (five) {
+                __m256i b_lo = _mm256_set1_epi8((char)(1 << (2 * c))), b_hi = _mm256_set1_epi8((char)(1 << (2 * c + 1)));
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b_lo), b_lo), sixteen));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b_hi), b_hi), sixteen));
+            }
+            _mm256_storeu_si256((__m256i *)(code + 64 * c), lo);
+            _mm256_storeu_si256((__m256i *)(code + 64 * c + 32), hi);
+        }
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, mn;
+            tl_k4_scale_min(j, scales, &sc, &mn);
+            ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
+            wm[j] = -(dmin * (float)mn);
+        }
+    }
+}
+
+TARGET static void unpack_q6_k(const uint8_t *s, int64_t nsb, uint8_t *code, float *ws) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    for (int64_t sb = 0; sb < nsb; sb++, s += sizeof(blk_q6_k), code += QKK, ws += 16) {
+        const blk_q6_k *blk = (const blk_q6_k *)s;
+        for (int h = 0; h < 2; h++) {
+            __m256i ql0 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
+            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+            __m256i q0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+            __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
+            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+            uint8_t *c = code + 128 * h;
+            _mm256_storeu_si256((__m256i *)(c), q0);
+            _mm256_storeu_si256((__m256i *)(c + 32), q1);
+            _mm256_storeu_si256((__m256i *)(c + 64), q2);
+            _mm256_storeu_si256((__m256i *)(c + 96), q3);
+        }
+        __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+        __m128i sc = _mm_loadu_si128((const __m128i *)blk->scales);
+        _mm256_storeu_ps(ws, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
+        _mm256_storeu_ps(ws + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
+    }
+}
+
+TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
+    switch (t) {
+    case TL_TYPE_Q8_0: unpack_q8_0(src, n / QK32, code, ws); break;
+    case TL_TYPE_Q4_0: unpack_q4_0_q5_0(src, n / QK32, 0, code, ws); break;
+    case TL_TYPE_Q5_0: unpack_q4_0_q5_0(src, n / QK32, 1, code, ws); break;
+    case TL_TYPE_Q4_K: unpack_q4_k_q5_k(src, n / QKK, 0, code, ws, wm); break;
+    case TL_TYPE_Q5_K: unpack_q4_k_q5_k(src, n / QKK, 1, code, ws, wm); break;
+    case TL_TYPE_Q6_K: unpack_q6_k(src, n / QKK, code, ws); break;
+    default: tl_unpack_row_scalar(t, src, n, code, ws, wm); break;
+    }
+}
+
+/* ---- quantized weights ------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *code[ROWS];
+    const float *ws[ROWS];
+    const float *wm[ROWS];
+    int has_min;
+} qrows;
+
+TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, const tl_act *A, int64_t t0, int T, float *Y,
+                              int64_t n_out) {
+    const int64_t nb = A->nb, n_in = A->n_in;
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    __m256 acc[ROWS][TOK_TILE];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i wv[ROWS], wabs[ROWS];
+        __m256 wsv[ROWS];
+        UNROLL for (int r = 0; r < R; r++) {
+            wv[r] = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
+            if (signed_codes) {
+                wv[r] = _mm256_xor_si256(wv[r], flip); /* back to the stored int8 */
+                wabs[r] = _mm256_abs_epi8(wv[r]);
+            }
+            __m128 two = _mm_castpd_ps(_mm_load_sd((const double *)(w->ws[r] + 2 * b)));
+            wsv[r] = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), half_idx);
+        }
+        UNROLL for (int t = 0; t < T; t++) {
+            const int64_t tb = (t0 + t) * nb + b;
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(A->q + (t0 + t) * n_in + 32 * b));
+            __m256 dv = _mm256_loadu_ps(A->d8 + 8 * tb);
+            __m256i ov = _mm256_loadu_si256((const __m256i *)(A->off8 + 8 * tb));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256i lanes;
+                if (signed_codes) {
+                    lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xv, wv[r])), ones);
+                } else {
+                    lanes = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones), ov);
+                }
+                __m256 f = _mm256_cvtepi32_ps(lanes);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(f, wsv[r]), dv, acc[r][t]);
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        UNROLL for (int t = 0; t < T; t++) {
+            float y = hsum8(acc[r][t]);
+            if (w->has_min) {
+                const float *ds = A->dsum + (t0 + t) * nb;
+                __m256 am = _mm256_setzero_ps();
+                int64_t b = 0;
+                for (; b + 8 <= nb; b += 8) am = _mm256_fmadd_ps(_mm256_loadu_ps(w->wm[r] + b), _mm256_loadu_ps(ds + b), am);
+                float m = hsum8(am);
+                for (; b < nb; b++) m += w->wm[r][b] * ds[b];
+                y += m;
+            }
+            Y[t * n_out + r] = y;
+        }
+    }
+}
+
+#define QUANT_TILE(R, T)                                                                                \
+    TARGET static void quant_tile_##R##_##T(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
+                                            int64_t n_out) {                                           \
+        if (sc) quant_tile(w, R, 1, A, t0, T, Y, n_out);                                               \
+        else quant_tile(w, R, 0, A, t0, T, Y, n_out);                                                  \
+    }
+QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(1, 1) QUANT_TILE(1, 2)
+
+typedef void (*quant_tile_fn)(const qrows *, int, const tl_act *, int64_t, float *, int64_t);
+static const quant_tile_fn quant_tiles[2][2] = {{quant_tile_1_1, quant_tile_1_2}, {quant_tile_4_1, quant_tile_4_2}};
+
+TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
+    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
+    uint8_t *buf = aligned_alloc(64, ROWS * (code_stride + 4 * ws_stride + 4 * wm_stride));
+    if (!buf) return;
+    tl_unpack_info info = tl_unpack_info_of(W->type);
+    qrows w;
+    w.has_min = info.has_min;
+    for (int r = 0; r < ROWS; r++) {
+        w.code[r] = buf + r * code_stride;
+        w.ws[r] = (float *)(buf + ROWS * code_stride) + r * ws_stride;
+        w.wm[r] = (float *)(buf + ROWS * (code_stride + 4 * ws_stride)) + r * wm_stride;
+    }
+    int signed_codes = info.offset == 128;
+    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
+        int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
+        for (int64_t o = o0; o < o1;) {
+            int R = o1 - o >= ROWS ? ROWS : 1;
+            for (int r = 0; r < R; r++) {
+                tl_unpack_row_avx2(W->type, (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes, n_in,
+                                   (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
+            }
+            for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
+                int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
+                quant_tiles[R == ROWS][T - 1](&w, signed_codes, A, t, Y + t * n_out + o, n_out);
+            }
+            o += R;
+        }
+    }
+    free(buf);
 }
