@@ -278,6 +278,8 @@ typedef struct transfer {
     int io_errno;
     bool bad_range;        /* 206 that does not start where our .part ends */
     bool progress;         /* draw the bar */
+    bool drawn;            /* a bar is on the terminal line */
+    int64_t last_drawn_bytes;
     double last_draw;
     double started;
 } transfer;
@@ -377,12 +379,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
 
 static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
     transfer *t = userdata;
-    if (!t->progress)
+    if (!t->progress || dlnow == 0 || dlnow == t->last_drawn_bytes)
         return 0;
     double now = tl_now_s();
     if (now - t->last_draw < 0.2 && !(dltotal > 0 && dlnow == dltotal))
-        return 0;
+        return 0; /* redraw at most 5 times a second, and once at the end */
     t->last_draw = now;
+    t->last_drawn_bytes = dlnow;
+    t->drawn = true;
     double have = (double)(t->resume_from + dlnow), all = (double)(dltotal > 0 ? t->resume_from + dltotal : 0);
     double rate = now > t->started ? (double)dlnow / (now - t->started) : 0;
     const int width = 30;
@@ -499,7 +503,7 @@ static tl_status download(const hf_spec *sp, const char *url, const char *dest, 
             t.io_failed = true;
             t.io_errno = errno;
         }
-        if (progress)
+        if (t.drawn)
             fputc('\n', stderr);
         if (t.io_failed) {
             st = tl_error_set(err, TL_ERR_IO, "cannot write %s: %s", t.part_path, strerror(t.io_errno));
