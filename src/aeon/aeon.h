@@ -64,10 +64,10 @@ typedef struct ae_expr ae_expr;
 struct ae_expr {
     ae_expr_kind kind;
     int line, col;
-    int64_t ival;      /* AE_E_INT, AE_E_BOOL */
+    int64_t ival;      /* AE_E_INT, AE_E_BOOL; AE_E_HOLE: byte offset of `?name` in the source */
     double fval;       /* AE_E_FLOAT */
     const char *str;   /* AE_E_STRING (decoded), AE_E_VAR / LET / FUN / HOLE name */
-    size_t str_len;    /* AE_E_STRING byte length */
+    size_t str_len;    /* AE_E_STRING byte length; AE_E_HOLE: length of `?name` */
     ae_binop op;       /* AE_E_BINOP */
     ae_expr *a, *b, *c;/* APP: fn a, arg b; BINOP a op b; NOT a; IF a b c; LET value a body b; FUN body a; ANNOT a */
     ae_type ty;        /* ANNOT / LET / FUN binder annotation (-1 when absent) */

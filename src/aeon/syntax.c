@@ -404,6 +404,8 @@ static ae_expr *parse_atom(parser *p) {
     case TK_HOLE:
         if ((e = new_expr(p, AE_E_HOLE, t.line, t.col))) {
             e->str = t.str;
+            e->ival = (int64_t)t.off; /* byte offset and length of `?name`, for splicing */
+            e->str_len = t.len;
             p->n_holes++;
             if (p->n_holes > 1) {
                 perr(p, TL_ERR_UNSUPPORTED, t.line, t.col,
