@@ -509,8 +509,8 @@ static tl_status download(const hf_spec *sp, const char *url, const char *dest, 
             st = tl_error_set(err, TL_ERR_IO, "cannot write %s: %s", t.part_path, strerror(t.io_errno));
             goto out;
         }
-        if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_PROXY ||
-            (rc == CURLE_OPERATION_TIMEDOUT && t.written == 0 && t.status == 0)) {
+        /* No answer at all (DNS, connect, TLS, timeout): the network is the problem. */
+        if (rc != CURLE_OK && t.written == 0 && t.status == 0) {
             st = tl_error_set(err, TL_ERR_NETWORK, "cannot download %s:%s from %s: %s; %s", sp->repo, sp->file, url,
                               curl_msg[0] ? curl_msg : curl_easy_strerror(rc), local_hint);
             goto out;
@@ -531,6 +531,8 @@ static tl_status download(const hf_spec *sp, const char *url, const char *dest, 
         }
         size = announced_size(&t);
         int64_t now = file_size_or_neg(t.part_path);
+        if (now < 0)
+            now = 0;
         if (rc == CURLE_OK && (size < 0 || now == size))
             break;
         /* The transfer broke off (or came up short): resume while it makes progress. */
