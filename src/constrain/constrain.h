@@ -14,7 +14,8 @@
  * N % step == 0, the integer part has at most max_int_digits digits and the
  * fraction at most `decimals` digits. Accepted text is JSON-number shaped:
  *     -?(0|[1-9][0-9]*)(\.[0-9]+)?      (no '+', no exponent, no leading zeros)
- * "-0" is refused for integers (it prints as 0); "-0.5" is fine for numbers.
+ * "-0" is refused for integers (it prints as 0); for numbers "-0.5" is fine and
+ * "-0"/"-0.0" only where negative values are allowed (minimum < 0).
  * The automaton allows a token only when some completion of the text it
  * produces lies in the allowed set, so the range and multipleOf hold during
  * generation, not after.

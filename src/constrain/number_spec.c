@@ -49,6 +49,8 @@ bool num_has_multiple(i128 a, i128 b, i128 step) {
 bool num_magnitude_range(const tl_number_spec *s, bool neg, i128 *mlo, i128 *mhi) {
     i128 lo, hi;
     if (neg) {
+        if (s->lo >= 0)
+            return false; /* no '-' where no value is negative (not even "-0.0") */
         lo = s->hi > 0 ? 0 : -s->hi;
         hi = -s->lo;
         if (s->kind == TL_NUMBER_INTEGER && lo < 1)

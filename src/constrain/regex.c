@@ -222,8 +222,10 @@ static bool parse_number(cursor *c, tl_regex_info *info) {
     i128 cap = num_pow10((int)N + 1 + (int)F) - 1;
     if (is_int && cap > INT64_MAX)
         cap = INT64_MAX;
+    /* a required '-' makes the value negative: the regex also matches "-0.0",
+     * which the automaton never writes (it needs a value below zero) */
     sp->lo = sign == 0 ? 0 : -cap;
-    sp->hi = sign == 2 ? (is_int ? -1 : 0) : cap;
+    sp->hi = sign == 2 ? -1 : cap;
     return read_terminator(c, info);
 }
 

@@ -24,7 +24,7 @@ static void expect_error(const char *json, const char *needle) {
 
 static void test_errors(void) {
     expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":3}", "/properties/x/minimum");
-    expect_error("{\"type\":\"number\",\"minimum\":2.5,\"maximum\":2.25}", "greater than maximum");
+    expect_error("{\"type\":\"number\",\"minimum\":2.5,\"maximum\":2.25}", "/properties/x/minimum: 2.5 is greater than maximum 2.25");
     expect_error("{\"type\":\"integer\",\"multipleOf\":0}", "/properties/x/multipleOf: must be greater than 0");
     expect_error("{\"type\":\"integer\",\"multipleOf\":-2}", "/properties/x/multipleOf");
     expect_error("{\"type\":\"integer\",\"multipleOf\":1.5}", "must be an integer");
@@ -158,7 +158,8 @@ static void enumerate(const tl_number_spec *sp, strset *set) {
         const char *sign = N < 0 ? "-" : "";
         if (fp == 0)
             snprintf(buf, sizeof buf, "%s%lld", sign, (long long)ip), add(set, buf);
-        if (N == 0 && sp->kind == TL_NUMBER_DECIMAL)
+        bool neg_zero = N == 0 && sp->kind == TL_NUMBER_DECIMAL && sp->lo < 0; /* "-0" reads as 0 */
+        if (neg_zero)
             add(set, "-0");
         for (int f = 1; f <= sp->decimals; f++) {
             int64_t unit = 1;
@@ -168,7 +169,7 @@ static void enumerate(const tl_number_spec *sp, strset *set) {
                 continue;
             snprintf(buf, sizeof buf, "%s%lld.%0*lld", sign, (long long)ip, f & 7, (long long)(fp / unit));
             add(set, buf);
-            if (N == 0 && sp->kind == TL_NUMBER_DECIMAL) {
+            if (neg_zero) {
                 snprintf(buf, sizeof buf, "-0.%0*lld", f & 7, 0LL);
                 add(set, buf); /* "-0.0" reads as 0 */
             }
