@@ -504,71 +504,118 @@ static bool regex_allows(const tl_server *s, gen_state *g, int32_t id, tl_strbuf
 }
 
 static int cmp_desc(const void *a, const void *b, void *ctx) {
-    const double *lp = ctx;
-    double x = lp[*(const int32_t *)a], y = lp[*(const int32_t *)b];
+    const double *w = ctx;
+    double x = w[*(const int32_t *)a], y = w[*(const int32_t *)b];
     return x < y ? 1 : (x > y ? -1 : 0);
 }
 
-/* Chooses the next token from lp (log_softmax at the item's temperature).
- * Returns -1 when a regex leaves nothing allowed. */
+/* Probability bands (relative to the most likely token) walked from the top,
+ * so only the head of a 150k-token distribution is ever sorted. */
+static const double bands[] = {1e-2, 1e-5, 1e-10, 0.0};
+
+/* Appends the ids whose weight lies in [lo, hi) to out, sorted by weight
+ * (descending); returns how many. */
+static size_t collect_band(const double *w, int32_t nv, double lo, double hi, int32_t *out) {
+    size_t m = 0;
+    for (int32_t i = 0; i < nv; i++)
+        if (w[i] >= lo && w[i] < hi && (lo > 0 || w[i] > 0))
+            out[m++] = i;
+    qsort_r(out, m, sizeof *out, cmp_desc, (void *)w);
+    return m;
+}
+
+/* Chooses the next token from lp (log_softmax at the item's temperature):
+ * greedy, or top_k -> top_p -> min_p filtered sampling, always within the
+ * regex's allowed tokens. w and order are n_vocab scratch arrays. Returns -1
+ * when a regex leaves nothing allowed. */
 static int32_t choose_token(const tl_server *s, gen_state *g, const double *lp, int32_t *order, double *w,
                             tl_strbuf *scratch) {
     const gen_params *sp = &g->item->sp;
     int32_t nv = s->n_vocab;
+    int32_t best = 0;
+    for (int32_t i = 1; i < nv; i++)
+        if (lp[i] > lp[best])
+            best = i;
     bool greedy = sp->temperature < 1e-6;
-    /* Candidates in descending order of probability. */
-    for (int32_t i = 0; i < nv; i++)
-        order[i] = i;
-    size_t n_cand = (size_t)nv;
-    if (greedy && !g->re) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < nv; i++)
-            if (lp[i] > lp[best])
-                best = i;
+    if (greedy && (!g->re || regex_allows(s, g, best, scratch)))
         return best;
-    }
-    qsort_r(order, (size_t)nv, sizeof *order, cmp_desc, (void *)lp);
+    for (int32_t i = 0; i < nv; i++)
+        w[i] = exp(lp[i] - lp[best]); /* p_i / p_max, in [0, 1] */
     if (greedy) {
-        for (size_t i = 0; i < n_cand; i++)
-            if (regex_allows(s, g, order[i], scratch))
-                return order[i];
-        return -1;
-    }
-    /* Sampling: mask, then top_k, top_p, min_p over the allowed tokens. */
-    size_t m = 0;
-    for (size_t i = 0; i < n_cand; i++)
-        if (!g->re || regex_allows(s, g, order[i], scratch))
-            order[m++] = order[i];
-    if (m == 0)
-        return -1;
-    if (sp->top_k > 0 && (size_t)sp->top_k < m)
-        m = (size_t)sp->top_k;
-    double sum = 0;
-    for (size_t i = 0; i < m; i++)
-        sum += (w[i] = exp(lp[order[i]] - lp[order[0]]));
-    double keep = 0;
-    size_t mk = m;
-    for (size_t i = 0; i < m; i++) {
-        keep += w[i] / sum;
-        if (w[i] < sp->min_p) { /* w[i] is p_i / p_max */
-            mk = i > 0 ? i : 1;
-            break;
+        /* Walk the bands best-first until a token the regex allows. */
+        double hi = INFINITY;
+        for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
+            size_t m = collect_band(w, nv, bands[b], hi, order);
+            for (size_t i = 0; i < m; i++)
+                if (regex_allows(s, g, order[i], scratch))
+                    return order[i];
+            hi = bands[b];
         }
-        if (keep >= sp->top_p) {
-            mk = i + 1;
-            break;
-        }
+        return -1;
     }
     double total = 0;
-    for (size_t i = 0; i < mk; i++)
+    for (int32_t i = 0; i < nv; i++) {
+        if (g->re && w[i] > 0 && !regex_allows(s, g, i, scratch))
+            w[i] = 0;
         total += w[i];
-    double u = rng_uniform(&g->rng) * total;
-    for (size_t i = 0; i < mk; i++) {
-        u -= w[i];
+    }
+    if (!(total > 0))
+        return -1;
+    size_t m = 0;
+    bool need_sorted = sp->top_k > 0 || sp->top_p < 1;
+    if (need_sorted) {
+        /* Sorted head: enough tokens for top_k and enough mass for top_p. */
+        double hi = INFINITY, mass = 0;
+        for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
+            size_t add = collect_band(w, nv, bands[b], hi, order + m);
+            for (size_t i = 0; i < add; i++)
+                mass += w[order[m + i]];
+            m += add;
+            hi = bands[b];
+            bool k_ok = sp->top_k <= 0 || m >= (size_t)sp->top_k;
+            bool p_ok = sp->top_p >= 1 || mass >= sp->top_p * total * (1 - 1e-12);
+            if (k_ok && p_ok)
+                break;
+        }
+        if (sp->top_k > 0 && m > (size_t)sp->top_k)
+            m = (size_t)sp->top_k;
+        if (sp->top_p < 1) {
+            double kept_total = 0, run = 0;
+            for (size_t i = 0; i < m; i++)
+                kept_total += w[order[i]];
+            for (size_t i = 0; i < m; i++) {
+                run += w[order[i]];
+                if (run >= sp->top_p * kept_total) {
+                    m = i + 1;
+                    break;
+                }
+            }
+        }
+    } else {
+        for (int32_t i = 0; i < nv; i++)
+            if (w[i] > 0)
+                order[m++] = i;
+    }
+    /* min_p: drop tokens below min_p times the most likely (always keep one). */
+    double sum = 0, wmax = 0;
+    for (size_t i = 0; i < m; i++)
+        wmax = w[order[i]] > wmax ? w[order[i]] : wmax;
+    size_t kept = 0;
+    for (size_t i = 0; i < m; i++)
+        if (w[order[i]] >= sp->min_p * wmax)
+            order[kept++] = order[i];
+    m = kept;
+    if (m == 0)
+        return -1;
+    for (size_t i = 0; i < m; i++)
+        sum += w[order[i]];
+    double u = rng_uniform(&g->rng) * sum;
+    for (size_t i = 0; i < m; i++) {
+        u -= w[order[i]];
         if (u <= 0)
             return order[i];
     }
-    return order[mk - 1];
+    return order[m - 1];
 }
 
 static void detok_output(const tl_server *s, const gen_state *g, bool skip_special, tl_strbuf *out) {

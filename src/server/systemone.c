@@ -36,6 +36,15 @@ static char *text_or_compact(const json_t *v) {
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
+/* The SDKs' EntryType: string, object, array or null (numbers and booleans are not). */
+static bool is_entry(const json_t *v) {
+    return json_is_null(v) || json_is_string(v) || json_is_object(v) || json_is_array(v);
+}
+
+/* A description as the model reads it: strings as they are, objects/arrays
+ * compacted; NULL for null. Caller frees. */
+static char *description_text(const json_t *v) { return json_is_null(v) || !v ? NULL : text_or_compact(v); }
+
 static bool parse_question(const char *id, json_t *q, so_question *out, parse_failure *f) {
     char msg[300];
     if (!json_is_object(q)) {
@@ -88,10 +97,10 @@ static bool parse_question(const char *id, json_t *q, so_question *out, parse_fa
                 fail_detail(f, 422, l, "extra_forbidden", "noul criteria keys are \"true\" and \"false\"");
                 return false;
             }
-            if (!json_is_null(v) && !json_is_string(v)) {
+            if (!is_entry(v)) {
                 json_t *l = loc_q(id, "criteria");
                 json_array_append_new(l, json_string(key));
-                fail_detail(f, 422, l, "string_type", "a criterion must be a string or null");
+                fail_detail(f, 422, l, "string_type", "a criterion must be a string, an object, an array or null");
                 return false;
             }
         }
@@ -115,10 +124,10 @@ static bool parse_question(const char *id, json_t *q, so_question *out, parse_fa
         const char *key;
         json_t *v;
         json_object_foreach(crit, key, v) {
-            if (!json_is_null(v) && !json_is_string(v)) {
+            if (!is_entry(v)) {
                 json_t *l = loc_q(id, "criteria");
                 json_array_append_new(l, json_string(key));
-                fail_detail(f, 422, l, "string_type", "an option's description must be a string or null");
+                fail_detail(f, 422, l, "string_type", "an option's description must be a string, an object, an array or null");
                 return false;
             }
         }
@@ -142,10 +151,10 @@ static bool parse_question(const char *id, json_t *q, so_question *out, parse_fa
             return false;
         }
         for (size_t i = 0; i < n; i++) {
-            if (!json_is_string(json_array_get(crit, i))) {
+            if (!is_entry(json_array_get(crit, i))) {
                 json_t *l = loc_q(id, "criteria");
                 json_array_append_new(l, json_integer((json_int_t)i));
-                fail_detail(f, 422, l, "string_type", "a level description must be a string");
+                fail_detail(f, 422, l, "string_type", "a level description must be a string, an object, an array or null");
                 return false;
             }
         }
@@ -254,9 +263,10 @@ json_t *so_build_schema(const so_request *r) {
             json_object_set_new(field, "type", json_string("boolean"));
             const char *sides[2] = {"true", "false"};
             for (int k = 0; k < 2; k++) {
-                json_t *d = q->criteria ? json_object_get(q->criteria, sides[k]) : NULL;
-                if (json_is_string(d))
-                    json_object_set(desc, sides[k], d);
+                char *d = q->criteria ? description_text(json_object_get(q->criteria, sides[k])) : NULL;
+                if (d)
+                    json_object_set_new(desc, sides[k], json_string(d));
+                free(d);
             }
         } else if (q->type == SO_CHOICE) {
             json_object_set_new(field, "type", json_string("string"));
@@ -265,8 +275,10 @@ json_t *so_build_schema(const so_request *r) {
             json_t *d;
             json_object_foreach(q->criteria, opt, d) {
                 json_array_append_new(en, json_string(opt));
-                if (json_is_string(d))
-                    json_object_set(desc, opt, d);
+                char *dt = description_text(d);
+                if (dt)
+                    json_object_set_new(desc, opt, json_string(dt));
+                free(dt);
             }
             json_object_set_new(field, "enum", en);
         } else {
@@ -276,7 +288,10 @@ json_t *so_build_schema(const so_request *r) {
                 char key[24];
                 snprintf(key, sizeof key, "%zu", l);
                 json_array_append_new(en, json_integer((json_int_t)l));
-                json_object_set(desc, key, json_array_get(q->criteria, l));
+                char *dt = description_text(json_array_get(q->criteria, l));
+                if (dt)
+                    json_object_set_new(desc, key, json_string(dt));
+                free(dt);
             }
             json_object_set_new(field, "enum", en);
         }

@@ -58,6 +58,8 @@ static void test_systemone_validation(void) {
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\",\"criteria\":{\"only\":null}}}}", "[\"body\",\"questions\",\"c\",\"criteria\"]", "too_short") == 422);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\"}}}", "[\"body\",\"questions\",\"c\",\"criteria\"]", "missing") == 422);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\",\"criteria\":{\"a\":1,\"b\":null}}}}", "[\"body\",\"questions\",\"c\",\"criteria\",\"a\"]", "string_type") == 422);
+    CHECK(so_status("{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\",\"criteria\":{\"a\":{\"k\":1},\"b\":[\"x\"]}}}}", NULL, NULL) == 0);
+    CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"score\",\"criteria\":[null,{\"k\":\"v\"}]}}}", NULL, NULL) == 0);
     tl_strbuf big = TL_STRBUF_INIT;
     for (int n = 255; n <= 256; n++) {
         tl_strbuf_clear(&big);
@@ -75,6 +77,7 @@ static void test_systemone_validation(void) {
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"score\",\"criteria\":[\"0\"]}}}", "[\"body\",\"questions\",\"u\",\"criteria\"]", "too_short") == 422);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"score\",\"criteria\":{\"0\":\"low\",\"1\":\"high\"}}}}", "[\"body\",\"questions\",\"u\",\"criteria\"]", "list_type") == 422);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"score\",\"criteria\":[\"a\",2]}}}", "[\"body\",\"questions\",\"u\",\"criteria\",1]", "string_type") == 422);
+    CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"noul\",\"criteria\":{\"true\":false}}}}", "[\"body\",\"questions\",\"u\",\"criteria\",\"true\"]", "string_type") == 422);
     /* duplicate question ids are malformed JSON for us */
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"a\":{\"type\":\"noul\"},\"a\":{\"type\":\"noul\"}}}", NULL, NULL) == 400);
     /* too many questions */

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# load_run.sh [SECONDS] [MODEL]: load test of `typellm serve`: starts the
+# server on a free loopback port, runs bench/load_mixed.lua under wrk with
+# 1, 8 and 32 concurrent clients (SECONDS each, default 60 for 32 clients and
+# SECONDS/4 for the others), prints throughput and p50/p90/p99 latency per
+# run and fails if any request got a non-200 reply or the server crashed.
+# TL_BIN (default build/typellm), TL_FIXTURES (default ../shared/fixtures);
+# THREADS (engine threads, default 2). Run it alone: it uses the cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+bin=${TL_BIN:-build/typellm}
+"$bin" serve --help >/dev/null 2>&1 || { echo "$bin has no working serve command (build it, or set TL_BIN)"; exit 1; }
+fix=${TL_FIXTURES:-../shared/fixtures}
+model=${2:-$fix/models/qwen2-d64-q8_0.gguf}
+out=$(mktemp -d)
+trap 'kill $pid 2>/dev/null || true; rm -rf "$out"' EXIT
+"$bin" serve --model "$model" --port 0 --threads "${THREADS:-2}" --quiet --max-queue 256 >"$out/serve.out" 2>"$out/serve.err" &
+pid=$!
+for _ in $(seq 1 300); do grep -q listening "$out/serve.out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || { cat "$out/serve.err"; exit 1; }; sleep 0.1; done
+port=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$out/serve.out")
+url="http://127.0.0.1:$port"
+short=$(( secs / 4 > 5 ? secs / 4 : 5 ))
+fail=0
+for c in 1 8 32; do
+  d=$([ "$c" = 32 ] && echo "$secs" || echo "$short")
+  t=$(( c < 4 ? c : 4 ))
+  line=$(wrk -t"$t" -c"$c" -d"${d}s" --timeout 30s -s bench/load_mixed.lua "$url" | grep '^LOAD')
+  echo "clients=$c seconds=$d $line"
+  echo "$line" | grep -q 'non200=0 socket_errors=0 timeouts=0' || fail=1
+done
+kill -0 "$pid" || { echo "server crashed"; cat "$out/serve.err"; exit 1; }
+kill -TERM "$pid"; wait "$pid" || { echo "server did not shut down cleanly"; exit 1; }
+[ "$fail" = 0 ] || { echo "load test: errors"; exit 1; }
+echo "load test: ok"
