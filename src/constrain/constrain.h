@@ -226,6 +226,12 @@ tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, cons
 void tl_freetext_result_free(tl_freetext_result *r);
 /* Appends s as a record-rendering string body (the escapes above, no quotes). */
 bool tl_freetext_escape(tl_strbuf *out, const char *s, size_t len);
+/* The reverse, on raw model text: appends the value's bytes (escapes undone
+ * when json_escapes) to *value up to the first unescaped terminator; returns
+ * the bytes consumed, the terminator included when *closed. Bytes that may
+ * still become a terminator or an escape at the end are not consumed. */
+size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, bool json_escapes, tl_strbuf *value,
+                            bool *closed);
 
 /* ===== regexes for remote engines ======================================= */
 

@@ -199,6 +199,18 @@ static void lex(lexer *lx, const char *raw, size_t n) {
     }
 }
 
+size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, bool json_escapes, tl_strbuf *value,
+                            bool *closed) {
+    lexer lx = {terminator, terminator ? strlen(terminator) : 0, json_escapes, 0, TL_STRBUF_INIT, 0, false};
+    lex(&lx, raw, n);
+    if (lx.pending_high)
+        put_utf8(&lx.value, 0xFFFD);
+    tl_strbuf_append(value, tl_strbuf_cstr(&lx.value), lx.value.len);
+    tl_strbuf_free(&lx.value);
+    *closed = lx.closed;
+    return lx.pos;
+}
+
 static bool is_term_id(const tl_freetext_params *p, int32_t id) {
     for (size_t i = 0; i < p->n_terminator_ids; i++)
         if (p->terminator_ids[i] == id)
@@ -207,6 +219,10 @@ static bool is_term_id(const tl_freetext_params *p, int32_t id) {
 }
 
 static tl_status finish(lexer *lx, size_t max_chars, bool cut_by_limit, tl_freetext_result *out, tl_error *err) {
+    if (lx->pending_high) {
+        put_utf8(&lx->value, 0xFFFD);
+        lx->pending_high = 0;
+    }
     tl_strbuf clean = TL_STRBUF_INIT;
     bool cut = false;
     out->n_chars = sanitize(tl_strbuf_cstr(&lx->value), lx->value.len, max_chars, cut_by_limit, &clean, &cut);
