@@ -46,44 +46,57 @@ for row in "${facts[@]}"; do
   grep -q "^tokenizer.ggml.tokens  *array\[string\]  *$tokens x string: \[" "$tmp/keys.txt" || fail "$name: --keys tokens line"
   grep -q "^general.architecture  *string  *\"$arch\"" "$tmp/keys.txt" || fail "$name: --keys arch line"
 
-  "$BIN" inspect --json --keys "$f" >"$tmp/out.json" || fail "$name: --json exit"
-  python3 - "$tmp/out.json" "$arch" "$layers" "$tensors" "$tokens" "$tpl" "$version" "$types" "$size" <<'EOF' || fail "$name: --json content"
-import json, sys
-j = json.load(open(sys.argv[1]))
-arch, layers, tensors, tokens, tpl, version, types, size = sys.argv[2:]
-assert j["architecture"] == arch, j["architecture"]
-assert j["hparams"]["block_count"] == int(layers)
-assert j["tensors"]["count"] == int(tensors)
-assert j["tensors"]["by_type"] == json.loads(types), j["tensors"]["by_type"]
-assert j["tokenizer"]["n_tokens"] == int(tokens)
-assert j["chat_template"] == tpl
-assert j["version"] == int(version)
-assert j["file_size"] == int(size)
-assert j["parameters"] > 0 and j["hparams"]["head_dim_k"] > 0
-assert len(j["keys"]) == j["n_kv"]
-toks = [k for k in j["keys"] if k["key"] == "tokenizer.ggml.tokens"][0]
-assert toks["type"] == "array" and toks["elem_type"] == "string" and toks["count"] == int(tokens)
-assert len(toks["first"]) == 4
-EOF
+  "$BIN" inspect --json --keys "$f" >"$tmp/$name.json" || fail "$name: --json exit"
+  echo "$row $size" >>"$tmp/facts.txt"
 done
+"$BIN" inspect --json "$FIX/models/qwen3-d64-f16.gguf" >"$tmp/qwen3-plain.json" || fail "qwen3 --json exit"
 
+# One python3 run checks every JSON output (python starts slowly on a loaded machine).
+python3 - "$tmp" <<'EOF' || fail "--json content"
+import json, os, sys
+tmp = sys.argv[1]
+bad = 0
+def check(cond, what):
+    global bad
+    if not cond:
+        print("json check failed:", what, file=sys.stderr)
+        bad += 1
+for row in open(os.path.join(tmp, "facts.txt")):
+    name, arch, layers, tensors, tokens, tpl, version, types, size = row.split()
+    try:
+        j = json.load(open(os.path.join(tmp, name + ".json")))
+    except Exception as e:
+        check(False, "%s: not JSON: %s" % (name, e))
+        continue
+    check(j["architecture"] == arch, name + " architecture")
+    check(j["hparams"]["block_count"] == int(layers), name + " block_count")
+    check(j["tensors"]["count"] == int(tensors), name + " tensor count")
+    check(j["tensors"]["by_type"] == json.loads(types), name + " by_type %s" % j["tensors"]["by_type"])
+    check(j["tokenizer"]["n_tokens"] == int(tokens), name + " n_tokens")
+    check(j["chat_template"] == tpl, name + " chat_template")
+    check(j["version"] == int(version), name + " version")
+    check(j["file_size"] == int(size), name + " file_size")
+    check(j["parameters"] > 0 and j["hparams"]["head_dim_k"] > 0, name + " parameters/head_dim")
+    check(len(j["keys"]) == j["n_kv"], name + " keys")
+    toks = [k for k in j["keys"] if k["key"] == "tokenizer.ggml.tokens"][0]
+    check(toks["type"] == "array" and toks["elem_type"] == "string" and toks["count"] == int(tokens)
+          and len(toks["first"]) == 4, name + " tokens entry")
 # Known values on two models.
-"$BIN" inspect --json "$FIX/models/qwen3-d64-f16.gguf" | python3 -c '
-import json, sys
-j = json.load(sys.stdin)
+j = json.load(open(os.path.join(tmp, "qwen3-plain.json")))
 h = j["hparams"]
-assert (h["embedding_length"], h["head_count"], h["head_count_kv"], h["head_dim_k"], h["feed_forward_length"]) == (64, 4, 2, 32, 192), h
-assert h["rope_freq_base"] == 1000000.0 and h["context_length"] == 4096
-assert j["tokenizer"] == {"kind": "BPE", "model": "gpt2", "pre": "qwen2", "n_tokens": 151669}, j["tokenizer"]
-assert "keys" not in j
-' || fail "qwen3 hparams"
-"$BIN" inspect --json "$FIX/models/stories260k-f32.gguf" | python3 -c '
-import json, sys
-j = json.load(sys.stdin)
-assert j["hparams"]["rope_freq_base"] is None and j["hparams"]["head_dim_k"] == 8
-assert j["parameters"] == 292800, j["parameters"]
-assert j["tokenizer"]["kind"] == "SPM" and j["tokenizer"]["pre"] is None
-' || fail "stories hparams"
+check((h["embedding_length"], h["head_count"], h["head_count_kv"], h["head_dim_k"], h["feed_forward_length"])
+      == (64, 4, 2, 32, 192), "qwen3 hparams %s" % h)
+check(h["rope_freq_base"] == 1000000.0 and h["context_length"] == 4096, "qwen3 rope/context")
+check(j["tokenizer"] == {"kind": "BPE", "model": "gpt2", "pre": "qwen2", "n_tokens": 151669}, "qwen3 tokenizer")
+check("keys" not in j, "qwen3 without --keys")
+j = json.load(open(os.path.join(tmp, "stories260k-f32.json")))
+check(j["hparams"]["rope_freq_base"] is None and j["hparams"]["head_dim_k"] == 8, "stories hparams")
+check(j["parameters"] == 292800, "stories parameters %s" % j["parameters"])
+check(j["tokenizer"]["kind"] == "SPM" and j["tokenizer"]["pre"] is None, "stories tokenizer")
+rows = sum(1 for _ in open(os.path.join(tmp, "facts.txt")))
+check(rows == 11, "checked %d models" % rows)
+sys.exit(1 if bad else 0)
+EOF
 "$BIN" inspect "$FIX/vocab/ggml-vocab-phi-3.gguf" | grep -q "^chat template: *phi3$" || fail "phi-3 template"
 "$BIN" inspect "$FIX/vocab/ggml-vocab-qwen3.gguf" | grep -q "^tensors: *0$" || fail "vocab-only tensors"
 
