@@ -22,16 +22,39 @@ void fwd_scratch_free(fwd_scratch *sc) {
 
 /* ---- per-token numerics --------------------------------------------------- */
 
-/* Sum of a[i]*b[i] in a fixed order: 8 interleaved partial sums, then a tree. */
+/* 8-lane float vectors (GCC vector extensions): the same lane-wise
+ * operations on every ISA (SSE pairs, AVX2, AVX-512 clones below), so results
+ * never depend on which clone runs. No FMA: the clones do not enable it, so
+ * a*b+c rounds twice everywhere. */
+typedef float v8f __attribute__((vector_size(32)));
+/* the helpers below are static inline: no ABI crosses a call boundary */
+#pragma GCC diagnostic ignored "-Wpsabi"
+static inline v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+
+/* Sum of a[i]*b[i] in a fixed order: lane j sums elements i = j (mod 8), then a tree. */
 static inline float dot_f32(const float *a, const float *b, int64_t n) {
-    float acc[8] = {0};
+    v8f acc = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            acc[j] += a[i + j] * b[i + j];
+        acc += load8(a + i) * load8(b + i);
     for (; i < n; i++)
         acc[i & 7] += a[i] * b[i];
     return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* y[i] += a * x[i] */
+static inline void axpy_f32(float *y, float a, const float *x, int64_t n) {
+    int64_t i = 0;
+    v8f av = {a, a, a, a, a, a, a, a};
+    for (; i + 8 <= n; i += 8)
+        store8(y + i, load8(y + i) + av * load8(x + i));
+    for (; i < n; i++)
+        y[i] += a * x[i];
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the mean in double (as ggml does). */
@@ -146,45 +169,56 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
-/* One (token, head) per item: softmax(q·k_j / sqrt(d)) over j <= pos on the
- * token's path, times v_j. Reads only rows on the path, written earlier in
- * this pass or by earlier passes. */
-static void attention_items(void *arg, int64_t b, int64_t e, int thread) {
+/* One (token, kv head) per item: for each query head h of the group sharing
+ * kv head g, softmax(q_h·k_j / sqrt(d)) over j <= pos on the token's path,
+ * times v_j. Each K/V row is loaded once for the whole group. Reads only
+ * rows on the path, written earlier in this pass or by earlier passes. */
+__attribute__((target_clones("avx2", "default"))) static void attention_items(void *arg, int64_t b, int64_t e,
+                                                                                int thread) {
     pass *P = arg;
     const tl_model *m = P->m;
     const kv_cache *c = P->c;
     int64_t dk = m->head_dim_k, dv = m->head_dim_v;
     int32_t group = m->n_head / m->n_head_kv;
     float scale = (float)(1.0 / sqrt((double)dk));
-    float *s = P->sc->scores + (size_t)thread * P->sc->score_stride;
+    float *scores = P->sc->scores + (size_t)thread * P->sc->score_stride;
     for (int64_t item = b; item < e; item++) {
-        int64_t t = item / m->n_head;
-        int32_t hd = (int32_t)(item % m->n_head), g = hd / group;
+        int64_t t = item / m->n_head_kv;
+        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
         const fwd_token *tk = &P->toks[t];
-        const float *q = P->q + t * m->n_head * dk + hd * dk;
+        const float *q = P->q + t * m->n_head * dk + h0 * dk;
         int32_t n_ctx = tk->pos + 1;
-        float mx = -INFINITY;
-        for (int32_t j = 0; j < n_ctx; j++) {
-            const kv_node *nd = tk->seq->path[j / TL_KV_BLOCK];
-            const float *kr = kv_k_row(c, nd, P->layer, j % TL_KV_BLOCK) + g * dk;
-            s[j] = dot_f32(q, kr, dk) * scale;
-            if (s[j] > mx)
-                mx = s[j];
+        for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
+            const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
+            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
+            for (int32_t r = 0; r < rows; r++) {
+                const float *kr = kv_k_row(c, nd, P->layer, r) + g * dk;
+                for (int32_t hh = 0; hh < group; hh++)
+                    scores[(size_t)hh * n_ctx + j0 + r] = dot_f32(q + hh * dk, kr, dk) * scale;
+            }
         }
-        double sum = 0.0;
-        for (int32_t j = 0; j < n_ctx; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
+        for (int32_t hh = 0; hh < group; hh++) {
+            float *s = scores + (size_t)hh * n_ctx, top = -INFINITY;
+            for (int32_t j = 0; j < n_ctx; j++)
+                top = s[j] > top ? s[j] : top;
+            double sum = 0.0;
+            for (int32_t j = 0; j < n_ctx; j++) {
+                s[j] = expf(s[j] - top);
+                sum += s[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (int32_t j = 0; j < n_ctx; j++)
+                s[j] *= inv;
+            memset(P->h + t * P->h_stride + (h0 + hh) * dv, 0, sizeof(float) * (size_t)dv);
         }
-        float inv = (float)(1.0 / sum);
-        float *out = P->h + t * P->h_stride + hd * dv;
-        memset(out, 0, sizeof(float) * (size_t)dv);
-        for (int32_t j = 0; j < n_ctx; j++) {
-            const kv_node *nd = tk->seq->path[j / TL_KV_BLOCK];
-            const float *vr = kv_v_row(c, nd, P->layer, j % TL_KV_BLOCK) + g * dv;
-            float p = s[j] * inv;
-            for (int64_t i = 0; i < dv; i++)
-                out[i] += p * vr[i];
+        for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
+            const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
+            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
+            for (int32_t r = 0; r < rows; r++) {
+                const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv;
+                for (int32_t hh = 0; hh < group; hh++)
+                    axpy_f32(P->h + t * P->h_stride + (h0 + hh) * dv, scores[(size_t)hh * n_ctx + j0 + r], vr, dv);
+            }
         }
     }
 }
@@ -232,8 +266,9 @@ static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *
         if (!sc->buf)
             return tl_error_set(err, TL_ERR_NOMEM, "out of memory for activations of %d tokens", n_tok);
     }
-    /* per-thread scores: attention weights over max_pos+1 rows, or RoPE cos/sin */
-    size_t stride = (size_t)max_pos + 1 > (size_t)m->rope_dim ? (size_t)max_pos + 1 : (size_t)m->rope_dim;
+    /* per-thread scores: attention weights of a head group over max_pos+1 rows, or RoPE cos/sin */
+    size_t att = ((size_t)max_pos + 1) * (size_t)(m->n_head / m->n_head_kv);
+    size_t stride = att > (size_t)m->rope_dim ? att : (size_t)m->rope_dim;
     stride = (stride + 15) & ~(size_t)15;
     size_t n_threads = (size_t)tl_pool_size(pool);
     if (stride * n_threads > sc->cap_scores) {
@@ -273,7 +308,7 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         return st;
     /* Items per pool chunk: enough work (~8K floats) that waking a thread pays. */
     int64_t g_embd = grain_for(m->n_embd), g_ff = grain_for(m->n_ff);
-    int64_t g_att = grain_for(((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v));
+    int64_t g_att = grain_for(((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v) * (m->n_head / m->n_head_kv));
     tl_pool_run(pool, n_tok, g_embd, embed_rows, &P);
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];
@@ -284,7 +319,7 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
         tl_pool_run(pool, n_tok, g_embd, qk_prepare_rows, &P);
         /* attention output (n_tok, n_head * head_dim_v) goes into h */
-        tl_pool_run(pool, (int64_t)n_tok * m->n_head, g_att, attention_items, &P);
+        tl_pool_run(pool, (int64_t)n_tok * m->n_head_kv, g_att, attention_items, &P);
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
