@@ -34,6 +34,8 @@ typedef struct decide_args {
     int threads;              /* --threads N (0: all cores) */
     bool values_only;         /* --values-only: print just "values" */
     tl_decide_opts opts;
+    /* Remote SGLang backend (server developer): --server URL [--api-key K] [--tokenizer M.gguf]. */
+    const char *server, *api_key, *tokenizer;
 } decide_args;
 
 static void usage(FILE *f) {
@@ -52,7 +54,10 @@ static void usage(FILE *f) {
             "  --threshold P        abstain (value null) when the chosen value's probability is below P\n"
             "  --threads N          CPU threads (default: all cores)\n"
             "  --trace              per field: the exact token ids sent and the position scored\n"
-            "  --values-only        print only {\"field\": value, ...}\n");
+            "  --values-only        print only {\"field\": value, ...}\n"
+            "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
+            "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
+            "                       model's tokenizer for servers without /tokenize\n");
 }
 
 static bool parse_double(const char *s, double *out) {
@@ -100,7 +105,21 @@ static bool set_threads(decide_args *a, const char *v) {
 static bool set_trace(decide_args *a, const char *v) { return (a->opts.trace = true), true; }
 static bool set_values_only(decide_args *a, const char *v) { return (a->values_only = true), true; }
 
+/* ---- --server: the remote SGLang backend (server developer) ---- */
+static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
+static bool set_api_key(decide_args *a, const char *v) { return (a->api_key = v), true; }
+static bool set_tokenizer(decide_args *a, const char *v) { return (a->tokenizer = v), true; }
+static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
+    tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
+                          .max_retries = -1};
+    return tl_backend_sglang_new(&p, b, err);
+}
+/* ---- end of --server ---- */
+
 static const decide_option options[] = {
+    {"--server", true, set_server},
+    {"--api-key", true, set_api_key},
+    {"--tokenizer", true, set_tokenizer},
     {"--model", true, set_model},
     {"--hf", true, set_hf},
     {"--schema", true, set_schema},
@@ -206,11 +225,13 @@ int tl_cmd_decide(int argc, char **argv) {
             st = tl_read_file(a.context_path ? a.context_path : "-", MAX_CONTEXT_BYTES, &context, &context_len, &err);
         }
     }
-    if (!st)
+    if (!st && a.server) /* --server: remote backend, no local model */
+        st = sglang_backend(&a, &b, &err);
+    if (!st && !b)
         st = resolve_model(&a, &model_path, &err);
-    if (!st)
+    if (!st && !b)
         st = tl_model_load(model_path, &model, &err);
-    if (!st) {
+    if (!st && !b) {
         tl_session_params sp = {.n_threads = a.threads};
         st = tl_backend_local_new(model, &sp, &b, &err);
     }
