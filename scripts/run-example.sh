@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# run-example.sh: sets up and builds typellm, then runs the main job on a
-# fixture model. (Becomes a typed decision once `typellm decide` lands.)
+# run-example.sh: sets up and builds typellm, then runs its main job: a typed
+# decision (examples/receipt: a receipt -> expense type, reimbursable, receipt
+# quality score), printed as JSON with each value's probabilities.
+# The model is $TYPELLM_MODEL when set (e.g. a Qwen2.5-0.5B-Instruct GGUF, for
+# meaningful answers), else a fixture model with random weights: the answers
+# are then arbitrary, but every value is still typed and inside the schema.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 F=../shared/fixtures
-./build/typellm inspect "$F/models/stories260k-f32.gguf"
-./build/typellm tokenize --model "$F/models/stories260k-f32.gguf" --text "Once upon a time" --pieces
+MODEL="${TYPELLM_MODEL:-$F/models/qwen2-d64-q8_0.gguf}"
+./build/typellm inspect "$MODEL"
+echo
+echo "== typellm decide: examples/receipt (sequential: each decision sees the ones before it)"
+./build/typellm decide --model "$MODEL" --schema examples/receipt/schema.json \
+  --context examples/receipt/context.txt --mode sequential
+echo
+echo "== typellm decide: examples/ticket (auto: waves by depends_on), values only"
+./build/typellm decide --model "$MODEL" --schema examples/ticket/schema.json \
+  --context examples/ticket/context.txt --values-only
