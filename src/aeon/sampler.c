@@ -54,6 +54,13 @@ static bool clean_utf8(const char *s, size_t n) {
     return true;
 }
 
+static bool only_space(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            return false;
+    return true;
+}
+
 static bool is_special(const tl_backend *b, int32_t id) {
     if (!b->vocab)
         return false;
@@ -149,6 +156,10 @@ tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size
         }
         const char *delta = text.buf + base.len;
         size_t dlen = text.len - base.len;
+        if (only_space(delta, dlen) && (st->len == 0 || only_space(st->text + st->len - 1, 1))) {
+            counts->excluded++; /* more whitespace after whitespace: no progress */
+            continue;
+        }
         ae_state *ns = ae_state_advance(st, delta, dlen);
         if (!ns) {
             rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
@@ -215,7 +226,7 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
             break;
         }
         double t0 = tl_now_s();
-        if ((rc = tl_backend_next_logits(b, ids, n, logits, NULL, err)))
+        if ((rc = tl_backend_next_logits(b, ids, n, logits, &out->usage, err)))
             goto done;
         out->model_s += tl_now_s() - t0;
         if (cfg->deadline > 0 && tl_now_s() > cfg->deadline) { /* a late forward pass is not used */

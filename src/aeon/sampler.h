@@ -11,7 +11,8 @@
  * its new text is decode(seq + tok) minus decode(seq). Excluded without an
  * oracle call: special tokens, trials whose text does not extend the
  * committed text (prompt-boundary rewrites), trials ending in unfinished
- * UTF-8 or U+FFFD, zero-progress tokens. EOS is allowed only where the text
+ * UTF-8 or U+FFFD, zero-progress tokens (empty text, or whitespace where the
+ * text is empty or already ends in whitespace: runs of blanks add nothing). EOS is allowed only where the text
  * is a complete expression of the goal type. UNKNOWN verdicts are never
  * committed and never counted as DEAD. A probe limit aborts the attempt
  * explicitly instead of sampling from a truncated distribution. */
@@ -81,6 +82,7 @@ typedef struct ae_attempt {
     int n_tokens;
     ae_probe_counts counts;
     double model_s;         /* time in next_logits */
+    tl_usage usage;         /* the backend's token accounting over the attempt */
     int32_t *first_ranked;  /* per step, the top-ranked token (malloc'd, n_tokens entries) */
 } ae_attempt;
 
