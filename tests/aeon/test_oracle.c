@@ -288,6 +288,10 @@ int main(void) {
         {"inc", "def add (a:Int) (b:Int) : Int := a + b;\ndef inc : (x:Int) -> Int := ?hole;",
          {" ", "add", "x", "1", "(", ")", "+", "fun", " y", " => ", "y", "let", " z", " := ", " in ", "z", "add 1", "fun y => ", NULL},
          160, 2},
+        {"flt", "def half : Float := 0.5;\ndef r (k:Int) : Float := ?hole;",
+         {" ", "k", "half", "toFloat", "1", "2.", ".5", "e", "1e", "+", "-", "*", "/", "(", ")", "<", "if",
+          " then ", " else ", NULL},
+         120, 2},
         {"str", "def greet (who:String) (n:Int) : String := ?hole;",
          {" ", "who", "n", "\"", "a", "\\", "x", "u", "0", "+", "(", ")", "if", " then ", " else ", "<", "=", NULL},
          160, 2},
@@ -300,6 +304,32 @@ int main(void) {
         }
         random_walks(&c, contexts[i].walks, contexts[i].depth);
         accepted_strings(&c, 3000);
+        ctx_close(&c);
+    }
+    /* every example file, with an alphabet of its context names and common tokens */
+    static const char *files[] = {"application.ae", "conditional_let.ae", "whole_function.ae", "positive.ae",
+                                  "answer.ae", "not_found.ae", "double.ae", "clamp.ae", "twice.ae", "mixed.ae",
+                                  "minimize.ae"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[2048];
+        const char *srcdir = getenv("TL_SRC");
+        snprintf(path, sizeof path, "%s/examples/synthesis/type_constrained/%s", srcdir ? srcdir : ".", files[i]);
+        ctx c;
+        memset(&c, 0, sizeof c);
+        c.name = files[i];
+        tl_error err;
+        if (ae_program_load_file(path, &c.prog, &err) || ae_scope_new(c.prog, &c.scope, &err) ||
+            ae_engine_new(c.scope, NULL, &c.eng, &err)) {
+            CHECKF(0, "%s: %s", path, err.msg);
+            continue;
+        }
+        static const char *common[] = {" ", "1", "(", ")", "+", "<", "=", "&&", "if", " then ", " else ", "fun",
+                                       " y", " => ", "\"", NULL};
+        for (int k = 0; common[k]; k++)
+            c.alphabet[c.n_alpha++] = common[k];
+        for (int k = 0; k < c.prog->n_context && c.n_alpha < 38; k++)
+            c.alphabet[c.n_alpha++] = c.prog->context[k].name;
+        random_walks(&c, 40, 1);
         ctx_close(&c);
     }
     fprintf(stderr, "LIVE checked %d, DEAD checked %d, reject pairs %d, brute-force candidates %d\n", n_live, n_dead,
