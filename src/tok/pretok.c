@@ -116,6 +116,14 @@ static const pre_spec *find_spec(const char *name) {
 
 bool tl_pretok_known(const char *pre_name) { return find_spec(pre_name) != NULL; }
 
+const char *tl_pretok_name_at(size_t i) {
+    for (size_t k = 0; k < sizeof pre_specs / sizeof pre_specs[0]; k++)
+        for (const char *alias = pre_specs[k].names; *alias; alias += strlen(alias) + 1)
+            if (i-- == 0)
+                return alias;
+    return NULL;
+}
+
 /* The ASCII members of each category, as the reference lists them. */
 static const char *category_ascii(char cat) {
     switch (cat) {

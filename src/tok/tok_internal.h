@@ -82,6 +82,8 @@ tl_status tl_pretok_split(const tl_pretok *p, const uint32_t *cpts, size_t n, si
                           size_t *n_words, tl_error *err);
 /* True when the name is one tl_pretok_create accepts. */
 bool tl_pretok_known(const char *pre_name);
+/* The i-th accepted name (aliases included), NULL past the end. */
+const char *tl_pretok_name_at(size_t i);
 
 /* ---- the vocabulary ------------------------------------------------------- */
 
