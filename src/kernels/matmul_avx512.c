@@ -94,113 +94,138 @@ TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
     }
 }
 
-/* ---- unpacking quantized rows ---------------------------------------------- */
+/* ---- unpacking quantized rows ----------------------------------------------
+ * A row is unpacked in two parts: its scales (ws per 16 elements, wm per 32)
+ * into small arrays, and its codes one pair of 32-blocks at a time into a
+ * register (codes_pair). Prefill stores the codes of a few rows and reuses
+ * them across token tiles; decode (one token) uses codes_pair directly, so
+ * both see the very same bytes and do the same arithmetic. */
 
-TARGET static void unpack_q8_0(const uint8_t *s, int64_t nb, uint8_t *code, float *ws) {
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    for (int64_t b = 0; b < nb; b++, s += sizeof(blk_q8_0)) {
-        __m256i q = _mm256_loadu_si256((const __m256i *)(s + 2));
-        _mm256_storeu_si256((__m256i *)(code + 32 * b), _mm256_xor_si256(q, flip));
-        tl_half d;
-        memcpy(&d, s, 2);
-        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+/* The codes of 32-blocks 2p and 2p+1 of row s (64 bytes); half = 1 when only
+ * block 2p exists (odd block count: upper 32 bytes zero). */
+TARGET INLINE __m512i codes_pair(tl_ggml_type t, const uint8_t *s, int64_t p, int half) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    switch (t) {
+    case TL_TYPE_Q8_0: {
+        const uint8_t *b0 = s + (size_t)(2 * p) * sizeof(blk_q8_0);
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(b0 + 2));
+        __m256i hi = half ? _mm256_set1_epi8((char)0x80) : _mm256_loadu_si256((const __m256i *)(b0 + sizeof(blk_q8_0) + 2));
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); /* int8 + 128; pad -> 0 */
     }
-}
-
-/* Q4_0 / Q5_0: 16 bytes of nibbles (low = elements 0-15) and, for Q5_0, the
- * 32 fifth bits as a byte mask. */
-TARGET static void unpack_q4_0_q5_0(const uint8_t *s, int64_t nb, int five, uint8_t *code, float *ws) {
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m256i sixteen = _mm256_set1_epi8(16);
-    size_t bb = five ? sizeof(blk_q5_0) : sizeof(blk_q4_0);
-    for (int64_t b = 0; b < nb; b++, s += bb) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(s + 2 + 4 * five));
-        __m256i c = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(a, 4), low4), _mm_and_si128(a, low4));
+    case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
+        int five = t == TL_TYPE_Q5_0 || t == TL_TYPE_Q5_1, has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
+        size_t bb = tl_kernels_block_bytes(t), qs_at = 2 + 2 * has_m + 4 * five;
+        const uint8_t *b0 = s + (size_t)(2 * p) * bb, *b1 = b0 + bb;
+        __m128i q0 = _mm_loadu_si128((const __m128i *)(b0 + qs_at));
+        __m128i q1 = half ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(b1 + qs_at));
+        /* 128-bit lanes: [q0, q0, q1, q1]; odd lanes take the high nibbles */
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(q0)),
+                                       _mm256_broadcastsi128_si256(q1), 1);
+        v = _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), low4);
         if (five) {
-            uint32_t qh;
-            memcpy(&qh, s + 2, 4);
-            c = _mm256_or_si256(c, _mm256_maskz_mov_epi8((__mmask32)qh, sixteen));
+            uint32_t h0, h1 = 0;
+            memcpy(&h0, b0 + 2 + 2 * has_m, 4);
+            if (!half) memcpy(&h1, b1 + 2 + 2 * has_m, 4);
+            __mmask64 m = (__mmask64)h0 | (__mmask64)h1 << 32;
+            v = _mm512_mask_add_epi8(v, m, v, _mm512_set1_epi8(16));
         }
-        _mm256_storeu_si256((__m256i *)(code + 32 * b), c);
-        tl_half d;
-        memcpy(&d, s, 2);
-        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+        if (half) v = _mm512_maskz_mov_epi8(0xFFFFFFFFull, v);
+        return v;
+    }
+    case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
+        int five = t == TL_TYPE_Q5_K;
+        size_t bb = five ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+        const uint8_t *blk = s + (size_t)(p / 4) * bb;
+        int c = (int)(p % 4); /* 64-element chunk: low nibbles = block 2c, high = 2c+1 */
+        __m256i q = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * five + 32 * c));
+        __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(q), q, 1);
+        v = _mm512_and_si512(_mm512_mask_blend_epi64(0xF0, v, _mm512_srli_epi16(v, 4)), low4);
+        if (five) {
+            __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 16));
+            __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h), h, 1);
+            __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (2 * c))), _mm256_set1_epi8((char)(2 << (2 * c))), 1);
+            v = _mm512_mask_add_epi8(v, _mm512_test_epi8_mask(hz, bit), v, _mm512_set1_epi8(16));
+        }
+        return v;
+    }
+    case TL_TYPE_Q6_K: {
+        const blk_q6_k *blk = (const blk_q6_k *)(s + (size_t)(p / 4) * sizeof(blk_q6_k));
+        int k = (int)(p % 4), h = k / 2, upper = k % 2; /* quarters 2*upper, 2*upper+1 of half h */
+        __m512i ql = _mm512_loadu_si512((const void *)(blk->ql + 64 * h));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+        __m512i qhz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), qh, 1);
+        __m512i hi2;
+        if (!upper) { /* quarters 0, 1: low nibbles; qh bits 0-1 / 2-3 moved to bits 4-5 */
+            ql = _mm512_and_si512(ql, low4);
+            hi2 = _mm512_sllv_epi16(qhz, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1));
+        } else { /* quarters 2, 3: high nibbles; qh bits 4-5 / 6-7 */
+            ql = _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+            hi2 = _mm512_srlv_epi16(qhz, _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1));
+        }
+        return _mm512_or_si512(ql, _mm512_and_si512(hi2, _mm512_set1_epi8(0x30)));
+    }
+    default: return _mm512_setzero_si512();
     }
 }
 
-TARGET static void unpack_q4_k_q5_k(const uint8_t *s, int64_t nsb, int five, uint8_t *code, float *ws, float *wm) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i sixteen = _mm256_set1_epi8(16);
-    size_t bb = five ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
-    for (int64_t sb = 0; sb < nsb; sb++, s += bb, code += QKK, ws += 16, wm += 8) {
-        tl_half dh, mh;
-        memcpy(&dh, s, 2);
-        memcpy(&mh, s + 2, 2);
-        float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
-        const uint8_t *scales = s + 4, *qh = s + 16, *qs = s + 16 + 32 * five;
-        __m256i hb = five ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m256i lo = _mm256_and_si256(v, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-            if (five) {
-                __mmask32 m_lo = _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << (2 * c))));
-                __mmask32 m_hi = _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << (2 * c + 1))));
-                lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8(m_lo, sixteen));
-                hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8(m_hi, sixteen));
+/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb blocks. */
+TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, float *ws, float *wm) {
+    switch (t) {
+    case TL_TYPE_Q8_0: case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
+        size_t bb = tl_kernels_block_bytes(t);
+        int has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
+        for (int64_t b = 0; b < nb; b++, s += bb) {
+            tl_half d;
+            memcpy(&d, s, 2);
+            ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+            if (has_m) {
+                tl_half m;
+                memcpy(&m, s + 2, 2);
+                wm[b] = _cvtsh_ss(m);
             }
-            _mm256_storeu_si256((__m256i *)(code + 64 * c), lo);
-            _mm256_storeu_si256((__m256i *)(code + 64 * c + 32), hi);
         }
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, mn;
-            tl_k4_scale_min(j, scales, &sc, &mn);
-            ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
-            wm[j] = -(dmin * (float)mn);
-        }
+        break;
     }
-}
-
-TARGET static void unpack_q6_k(const uint8_t *s, int64_t nsb, uint8_t *code, float *ws) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    for (int64_t sb = 0; sb < nsb; sb++, s += sizeof(blk_q6_k), code += QKK, ws += 16) {
-        const blk_q6_k *blk = (const blk_q6_k *)s;
-        for (int h = 0; h < 2; h++) {
-            __m256i ql0 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
-            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
-            __m256i q0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-            __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
-            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
-            uint8_t *c = code + 128 * h;
-            _mm256_storeu_si256((__m256i *)(c), q0);
-            _mm256_storeu_si256((__m256i *)(c + 32), q1);
-            _mm256_storeu_si256((__m256i *)(c + 64), q2);
-            _mm256_storeu_si256((__m256i *)(c + 96), q3);
+    case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
+        size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16, wm += 8) {
+            tl_half dh, mh;
+            memcpy(&dh, s, 2);
+            memcpy(&mh, s + 2, 2);
+            float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, mn;
+                tl_k4_scale_min(j, s + 4, &sc, &mn);
+                ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
+                wm[j] = -(dmin * (float)mn);
+            }
         }
-        __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)blk->scales)));
-        _mm512_storeu_ps(ws, _mm512_mul_ps(sc, _mm512_set1_ps(_cvtsh_ss(blk->d))));
+        break;
+    }
+    case TL_TYPE_Q6_K:
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += sizeof(blk_q6_k), ws += 16) {
+            const blk_q6_k *blk = (const blk_q6_k *)s;
+            __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)blk->scales)));
+            _mm512_storeu_ps(ws, _mm512_mul_ps(sc, _mm512_set1_ps(_cvtsh_ss(blk->d))));
+        }
+        break;
+    default: break;
     }
 }
 
 TARGET void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
-    switch (t) {
-    case TL_TYPE_Q8_0: unpack_q8_0(src, n / QK32, code, ws); break;
-    case TL_TYPE_Q4_0: unpack_q4_0_q5_0(src, n / QK32, 0, code, ws); break;
-    case TL_TYPE_Q5_0: unpack_q4_0_q5_0(src, n / QK32, 1, code, ws); break;
-    case TL_TYPE_Q4_K: unpack_q4_k_q5_k(src, n / QKK, 0, code, ws, wm); break;
-    case TL_TYPE_Q5_K: unpack_q4_k_q5_k(src, n / QKK, 1, code, ws, wm); break;
-    case TL_TYPE_Q6_K: unpack_q6_k(src, n / QKK, code, ws); break;
-    default: tl_unpack_row_scalar(t, src, n, code, ws, wm); break;
-    }
+    int64_t nb = n / QK32, np = nb / 2;
+    row_scales(t, src, nb, ws, wm);
+    for (int64_t p = 0; p < np; p++) _mm512_storeu_si512((void *)(code + 64 * p), codes_pair(t, src, p, 0));
+    if (nb & 1) _mm512_mask_storeu_epi8(code + 64 * np, 0xFFFFFFFFull, codes_pair(t, src, np, 1));
 }
 
 /* ---- quantized weights ------------------------------------------------------- */
 
 typedef struct {
-    const uint8_t *code[ROWS]; /* unpacked rows */
+    const uint8_t *code[ROWS]; /* unpacked rows (prefill) */
+    const uint8_t *raw[ROWS];  /* the stored rows (decode: codes made in registers) */
     const float *ws[ROWS];     /* per 16 elements */
     const float *wm[ROWS];     /* per 32 elements (has_min) */
     int has_min;
@@ -213,7 +238,10 @@ TARGET INLINE __m512 pair_scales(const float *ws, int64_t p, __mmask16 m) {
     return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)m, ws + 4 * p)));
 }
 
-TARGET INLINE void quant_tile(const qrows *w, int R, const tl_act *A, int64_t t0, int T, float *Y, int64_t n_out) {
+/* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
+ * codes are made from the raw rows (decode); the arithmetic is the same. */
+TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const tl_act *A, int64_t t0, int T, float *Y,
+                              int64_t n_out) {
     const int64_t nb = A->nb, n_in = A->n_in, np = nb / 2;
     __m512 acc[ROWS][TOK_TILE];
     UNROLL for (int r = 0; r < R; r++)
@@ -234,7 +262,8 @@ TARGET INLINE void quant_tile(const qrows *w, int R, const tl_act *A, int64_t t0
         __m512i wv[ROWS];
         __m512 wsv[ROWS];
         UNROLL for (int r = 0; r < R; r++) {
-            wv[r] = _mm512_maskz_loadu_epi8(m8, w->code[r] + 64 * p);
+            if (fused == TL_TYPE_COUNT) wv[r] = _mm512_maskz_loadu_epi8(m8, w->code[r] + 64 * p);
+            else wv[r] = codes_pair(fused, w->raw[r], p, p == np);
             wsv[r] = pair_scales(w->ws[r], p, p < np ? 0xF : 0x3);
         }
         UNROLL for (int t = 0; t < T; t++) {
@@ -266,12 +295,38 @@ TARGET INLINE void quant_tile(const qrows *w, int R, const tl_act *A, int64_t t0
 
 #define QUANT_TILE(R, T)                                                                              \
     TARGET static void quant_tile_##R##_##T(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, R, A, t0, T, Y, n_out);                                                        \
+        quant_tile(w, R, TL_TYPE_COUNT, A, t0, T, Y, n_out);                                         \
     }
 QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(4, 3) QUANT_TILE(4, 4)
 QUANT_TILE(1, 1) QUANT_TILE(1, 2) QUANT_TILE(1, 3) QUANT_TILE(1, 4)
 
+/* Decode: one token, codes made in registers, one instantiation per type. */
+#define QUANT_FUSED(TY)                                                                               \
+    TARGET static void fused_4_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
+        quant_tile(w, 4, TL_TYPE_##TY, A, t0, 1, Y, n_out);                                            \
+    }                                                                                                 \
+    TARGET static void fused_1_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
+        quant_tile(w, 1, TL_TYPE_##TY, A, t0, 1, Y, n_out);                                            \
+    }
+QUANT_FUSED(Q8_0) QUANT_FUSED(Q4_0) QUANT_FUSED(Q5_0) QUANT_FUSED(Q4_1) QUANT_FUSED(Q5_1)
+QUANT_FUSED(Q4_K) QUANT_FUSED(Q5_K) QUANT_FUSED(Q6_K)
+
 typedef void (*quant_tile_fn)(const qrows *, const tl_act *, int64_t, float *, int64_t);
+
+/* [rows == ROWS] for a type, or NULL when it has no fused kernel. */
+static quant_tile_fn fused_kernel(tl_ggml_type t, int full) {
+    switch (t) {
+    case TL_TYPE_Q8_0: return full ? fused_4_Q8_0 : fused_1_Q8_0;
+    case TL_TYPE_Q4_0: return full ? fused_4_Q4_0 : fused_1_Q4_0;
+    case TL_TYPE_Q5_0: return full ? fused_4_Q5_0 : fused_1_Q5_0;
+    case TL_TYPE_Q4_1: return full ? fused_4_Q4_1 : fused_1_Q4_1;
+    case TL_TYPE_Q5_1: return full ? fused_4_Q5_1 : fused_1_Q5_1;
+    case TL_TYPE_Q4_K: return full ? fused_4_Q4_K : fused_1_Q4_K;
+    case TL_TYPE_Q5_K: return full ? fused_4_Q5_K : fused_1_Q5_K;
+    case TL_TYPE_Q6_K: return full ? fused_4_Q6_K : fused_1_Q6_K;
+    default: return NULL;
+    }
+}
 static const quant_tile_fn quant_tiles[2][4] = {
     {quant_tile_1_1, quant_tile_1_2, quant_tile_1_3, quant_tile_1_4},
     {quant_tile_4_1, quant_tile_4_2, quant_tile_4_3, quant_tile_4_4},
@@ -295,9 +350,16 @@ TARGET void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
         for (int64_t o = o0; o < o1;) {
             int R = o1 - o >= ROWS ? ROWS : 1;
-            UNROLL for (int r = 0; r < R; r++) {
-                tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes, n_in,
-                           (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
+            for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
+            quant_tile_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
+            if (fused) {
+                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, (float *)w.ws[r], (float *)w.wm[r]);
+                fused(&w, A, tc, Y + tc * n_out + o, n_out);
+                o += R;
+                continue;
+            }
+            for (int r = 0; r < R; r++) {
+                tl_unpack_row_avx512(W->type, w.raw[r], n_in, (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
             }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
