@@ -571,9 +571,11 @@ size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
             out[n++] = idx->misc[i];
     }
     if (num_complete(a->spec, &a->st)) {
-        memcpy(out + n, a->pure_closers, a->n_pure * sizeof *out);
+        if (a->n_pure)
+            memcpy(out + n, a->pure_closers, a->n_pure * sizeof *out);
         n += a->n_pure;
-        memcpy(out + n, a->term_ids, a->n_term_ids * sizeof *out);
+        if (a->n_term_ids)
+            memcpy(out + n, a->term_ids, a->n_term_ids * sizeof *out);
         n += a->n_term_ids;
     }
     for (size_t i = 0; i < a->n_numc; i++) {
