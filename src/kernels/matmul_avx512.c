@@ -115,7 +115,8 @@ TARGET INLINE __m512i codes_pair(tl_ggml_type t, const uint8_t *s, int64_t p, in
     }
     case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
         int five = t == TL_TYPE_Q5_0 || t == TL_TYPE_Q5_1, has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
-        size_t bb = tl_kernels_block_bytes(t), qs_at = 2 + 2 * has_m + 4 * five;
+        size_t bb = five ? (has_m ? sizeof(blk_q5_1) : sizeof(blk_q5_0)) : (has_m ? sizeof(blk_q4_1) : sizeof(blk_q4_0));
+        size_t qs_at = 2 + 2 * has_m + 4 * five;
         const uint8_t *b0 = s + (size_t)(2 * p) * bb, *b1 = b0 + bb;
         __m128i q0 = _mm_loadu_si128((const __m128i *)(b0 + qs_at));
         __m128i q1 = half ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(b1 + qs_at));
@@ -169,37 +170,57 @@ TARGET INLINE __m512i codes_pair(tl_ggml_type t, const uint8_t *s, int64_t p, in
     }
 }
 
-/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb blocks. */
+/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb
+ * blocks. Values are exact (fp16 -> f32, and products of an fp16 by a 6- or
+ * 8-bit integer), so they equal the scalar unpack's bit for bit. */
 TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, float *ws, float *wm) {
     switch (t) {
     case TL_TYPE_Q8_0: case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
-        size_t bb = tl_kernels_block_bytes(t);
+        /* 16 blocks at a time: gather each block's first 4 bytes (d, and m for
+         * Q4_1/Q5_1), convert, and write d twice (two 16-element halves). */
         int has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
-        for (int64_t b = 0; b < nb; b++, s += bb) {
-            tl_half d;
-            memcpy(&d, s, 2);
-            ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
-            if (has_m) {
-                tl_half m;
-                memcpy(&m, s + 2, 2);
-                wm[b] = _cvtsh_ss(m);
-            }
+        int bb = t == TL_TYPE_Q8_0 ? (int)sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? (int)sizeof(blk_q4_0)
+               : t == TL_TYPE_Q5_0 ? (int)sizeof(blk_q5_0) : t == TL_TYPE_Q4_1 ? (int)sizeof(blk_q4_1)
+               : (int)sizeof(blk_q5_1);
+        const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32(bb));
+        const __m512i dup_lo = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        const __m512i dup_hi = _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+        for (int64_t b = 0; b < nb; b += 16) {
+            int64_t left = nb - b;
+            __mmask16 m = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+            __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, s + (size_t)b * bb, 1);
+            __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g));
+            __mmask16 m_lo = left >= 8 ? 0xFFFF : (__mmask16)((1u << (2 * left)) - 1);
+            __mmask16 m_hi = left >= 16 ? 0xFFFF : left <= 8 ? 0 : (__mmask16)((1u << (2 * (left - 8))) - 1);
+            _mm512_mask_storeu_ps(ws + 2 * b, m_lo, _mm512_permutexvar_ps(dup_lo, d));
+            _mm512_mask_storeu_ps(ws + 2 * b + 16, m_hi, _mm512_permutexvar_ps(dup_hi, d));
+            if (has_m) _mm512_mask_storeu_ps(wm + b, m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))));
         }
         break;
     }
     case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
         size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+        const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
         for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16, wm += 8) {
             tl_half dh, mh;
             memcpy(&dh, s, 2);
             memcpy(&mh, s + 2, 2);
-            float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
-            for (int j = 0; j < 8; j++) {
-                uint8_t sc, mn;
-                tl_k4_scale_min(j, s + 4, &sc, &mn);
-                ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
-                wm[j] = -(dmin * (float)mn);
-            }
+            /* the 12 scale bytes as 3 words: 6-bit scales/mins 0-3 in words 0/1,
+             * the low nibbles of 4-7 in word 2, their top bits in bits 6-7 of words 0/1 */
+            uint32_t w0, w1, w2;
+            memcpy(&w0, s + 4, 4);
+            memcpy(&w1, s + 8, 4);
+            memcpy(&w2, s + 12, 4);
+            uint32_t sc03 = w0 & 0x3f3f3f3fu, mn03 = w1 & 0x3f3f3f3fu;
+            uint32_t sc47 = (w2 & 0x0f0f0f0fu) | ((w0 >> 6) & 0x03030303u) << 4;
+            uint32_t mn47 = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 6) & 0x03030303u) << 4;
+            __m128i sc = _mm_shuffle_epi8(_mm_setr_epi32((int)sc03, (int)sc47, 0, 0), dup);
+            __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc));
+            _mm512_storeu_ps(ws, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(dh)), scf));
+            __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32((int)mn03, (int)mn47, 0, 0)));
+            __m256 prod = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(mh)), mnf);
+            _mm256_storeu_ps(wm, _mm256_xor_ps(prod, _mm256_set1_ps(-0.0f))); /* -(dmin * m) */
         }
         break;
     }
