@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/server_internal.h"
 #include "util/error.h"
@@ -41,6 +42,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->n_ctx = tl_model_n_ctx_train(m);
     if (s->p.max_tokens <= 0 || s->p.max_tokens > s->n_ctx) s->p.max_tokens = s->n_ctx;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->streams_cv, NULL);
     s->started_s = tl_now_s();
     tl_session_params sp = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0};
     tl_status st = tl_session_new(m, &sp, &s->session, err);
@@ -61,6 +63,7 @@ void tl_server_free(tl_server *s) {
     tl_scheduler_free(s->sched);
     tl_session_free(s->session);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->streams_cv);
     free(s->host);
     free(s->api_key);
     free(s);
@@ -80,6 +83,19 @@ bool tl_server_slot_acquire(tl_server *s) {
 void tl_server_slot_release(tl_server *s) {
     pthread_mutex_lock(&s->mu);
     s->in_flight--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tl_server_stream_begin(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    s->streams++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tl_server_stream_done(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    s->streams--;
+    pthread_cond_broadcast(&s->streams_cv);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -142,6 +158,7 @@ static const route routes[] = {
 
 void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     r->status = 500;
+    r->stream_fd = -1;
     r->content_type = "application/json";
     r->retry_after_s = 0;
     const char *path = req->path ? req->path : "/";
@@ -212,12 +229,23 @@ static bool mhd_client_gone(void *ctx) {
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, tl_http_reply *r) {
-    size_t len = r->body.len;
-    char *data = tl_strbuf_detach(&r->body);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data ? data : (char *)"", data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        free(data);
-        return MHD_NO;
+    struct MHD_Response *resp;
+    if (r->stream_fd >= 0) {
+        resp = MHD_create_response_from_pipe(r->stream_fd); /* MHD closes the fd */
+        if (!resp) {
+            close(r->stream_fd);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    } else {
+        size_t len = r->body.len;
+        char *data = tl_strbuf_detach(&r->body);
+        resp = MHD_create_response_from_buffer(len, data ? data : (char *)"",
+                                               data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!resp) {
+            free(data);
+            return MHD_NO;
+        }
     }
     MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
     if (r->retry_after_s > 0) {
@@ -281,8 +309,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         .body_too_large = cs->too_large,
         .client_gone = mhd_client_gone,
         .client_ctx = c,
+        .allow_stream = true,
     };
-    tl_http_reply reply = {.status = 500, .content_type = "application/json", .body = TL_STRBUF_INIT};
+    tl_http_reply reply = {.status = 500, .stream_fd = -1, .content_type = "application/json", .body = TL_STRBUF_INIT};
     tl_server_handle(s, &req, &reply);
     size_t out_len = reply.body.len;
     log_request(s, method, url, reply.status, cs->body.len, out_len, (tl_now_s() - cs->t0) * 1e3);
@@ -339,8 +368,15 @@ tl_status tl_server_start(tl_server *s, tl_error *err) {
 }
 
 void tl_server_stop(tl_server *s) {
-    if (s && s->daemon) {
+    if (!s)
+        return;
+    if (s->daemon) {
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;
     }
+    /* Streams still generating stop at their next write (the pipe's reader is gone). */
+    pthread_mutex_lock(&s->mu);
+    while (s->streams > 0)
+        pthread_cond_wait(&s->streams_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
 }

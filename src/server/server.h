@@ -57,6 +57,7 @@ void tl_server_free(tl_server *s);
 /* An HTTP answer. body is JSON unless content_type says otherwise. */
 typedef struct tl_http_reply {
     int status;
+    int stream_fd;              /* >= 0: the body is read from this pipe until EOF (SSE) */
     const char *content_type;   /* static string */
     int retry_after_s;          /* > 0: send Retry-After */
     tl_strbuf body;
@@ -74,6 +75,9 @@ typedef struct tl_http_request {
      * NULL: never. */
     bool (*client_gone)(void *ctx);
     void *client_ctx;
+    /* The transport can send a body from reply->stream_fd as it is written
+     * (SSE streaming); false: streams are collected into the body. */
+    bool allow_stream;
 } tl_http_request;
 
 /* Routes one request and fills reply (reply->body must start empty). Never

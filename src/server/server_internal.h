@@ -69,6 +69,8 @@ struct tl_server {
     int port;
     pthread_mutex_t mu;
     int in_flight;              /* requests holding a model slot */
+    int streams;                /* streaming generations still running on their own threads */
+    pthread_cond_t streams_cv;  /* signalled when streams drops */
     uint64_t next_rid;
     double started_s;
 };
@@ -77,6 +79,9 @@ struct tl_server {
 bool tl_server_slot_acquire(tl_server *s);
 void tl_server_slot_release(tl_server *s);
 uint64_t tl_server_next_rid(tl_server *s);
+/* Counts streaming generations so shutdown can wait for them. */
+void tl_server_stream_begin(tl_server *s);
+void tl_server_stream_done(tl_server *s);
 
 /* ---- replies (reply.c) --------------------------------------------------- */
 

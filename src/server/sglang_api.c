@@ -10,10 +10,14 @@
  * [logprob, token_id, text|null], log_softmax of the raw logits when greedy,
  * of logits/temperature otherwise. */
 #define _GNU_SOURCE /* qsort_r */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/server_internal.h"
 #include "util/error.h"
@@ -792,10 +796,45 @@ static void gen_state_free(gen_state *g) {
     json_decref(g->out_ids_lp);
 }
 
-/* Runs the whole request; on success *result is the reply JSON (object or list)
- * and *sse (when streaming) the event stream. */
+/* Where a streaming request's SSE events go: a buffer (socket-free callers)
+ * or a pipe the HTTP layer sends from as they come. write returns false when
+ * the reader is gone. */
+typedef struct sse_sink {
+    bool (*write)(void *ctx, const char *data, size_t n);
+    void *ctx;
+} sse_sink;
+
+static bool sse_to_strbuf(void *ctx, const char *data, size_t n) { return tl_strbuf_append(ctx, data, n); }
+
+static bool sse_to_fd(void *ctx, const char *data, size_t n) {
+    int fd = *(int *)ctx;
+    while (n) {
+        ssize_t w = write(fd, data, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false; /* EPIPE: the client (and MHD's read end) went away */
+        data += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool sse_event(const sse_sink *sink, json_t *ev) {
+    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(ev);
+    tl_strbuf b = TL_STRBUF_INIT;
+    tl_strbuf_printf(&b, "data: %s\n\n", line ? line : "{}");
+    free(line);
+    bool ok = sink->write(sink->ctx, b.buf, b.len);
+    tl_strbuf_free(&b);
+    return ok;
+}
+
+/* Runs the whole request; on success *result is the reply JSON (object or
+ * list); with a sink, every generated token also emits an event there. */
 static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result,
-                              tl_strbuf *sse, int *http_status, tl_error *err) {
+                              const sse_sink *sse, int *http_status, tl_error *err) {
     double t0 = tl_now_s();
     size_t ni = rq->n_items;
     gen_state *gs = calloc(ni, sizeof *gs);
@@ -964,12 +1003,9 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
                                       g->item->has_token_ids_logprob ? ids_list(s, lp, g->item, wt) : json_null());
             }
             check_stop(s, g, id, &text);
-            if (rq->stream && sse) {
-                json_t *ev = item_result(s, rq, g, t0, which[j], rq->batch);
-                char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
-                tl_strbuf_printf(sse, "data: %s\n\n", line ? line : "{}");
-                free(line);
-                json_decref(ev);
+            if (sse && !sse_event(sse, item_result(s, rq, g, t0, which[j], rq->batch))) {
+                st = tl_error_set(err, TL_ERR_CANCELLED, "client went away");
+                goto done;
             }
         }
     }
@@ -980,18 +1016,12 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
     } else {
         *result = item_result(s, rq, &gs[0], t0, 0, false);
     }
-    if (rq->stream && sse) {
+    if (sse) {
         /* Items that produced no token (max_new_tokens 0) still send one event. */
-        for (size_t i = 0; i < ni; i++) {
-            if (gs[i].n_out)
-                continue;
-            json_t *ev = item_result(s, rq, &gs[i], t0, i, rq->batch);
-            char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
-            tl_strbuf_printf(sse, "data: %s\n\n", line ? line : "{}");
-            free(line);
-            json_decref(ev);
-        }
-        tl_strbuf_puts(sse, "data: [DONE]\n\n");
+        for (size_t i = 0; i < ni; i++)
+            if (!gs[i].n_out)
+                sse_event(sse, item_result(s, rq, &gs[i], t0, i, rq->batch));
+        sse->write(sse->ctx, "data: [DONE]\n\n", 14);
     }
     *http_status = 200;
 done:
@@ -1009,6 +1039,52 @@ done:
     return st;
 }
 
+static int generate_error_status(tl_status st, int hs) {
+    if (st == TL_ERR_TIMEOUT)
+        return 504;
+    if (st == TL_ERR_CANCELLED)
+        return 499;
+    if (hs == 400 || st == TL_ERR_INVALID || st == TL_ERR_LIMIT)
+        return 400;
+    return http_status_for(st);
+}
+
+/* A streaming request generates on its own thread, writing events into a
+ * pipe the HTTP layer sends from as they arrive. */
+typedef struct stream_job {
+    tl_server *s;
+    gen_request rq;
+    sched_wait w;
+    int fd;
+} stream_job;
+
+static void *stream_main(void *arg) {
+    stream_job *j = arg;
+    /* A write to a pipe whose reader is gone must fail with EPIPE, not kill us. */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    sse_sink sink = {sse_to_fd, &j->fd};
+    json_t *result = NULL;
+    tl_error err = {0};
+    int hs = 500;
+    tl_status st = run_generate(j->s, &j->rq, &j->w, &result, &sink, &hs, &err);
+    json_decref(result);
+    if (st != TL_OK && st != TL_ERR_CANCELLED) {
+        /* As SGLang: an error inside a stream is an event, then the end. */
+        int code = generate_error_status(st, hs);
+        sse_event(&sink, json_pack("{s:{s:s,s:i}}", "error", "message", err.msg, "code", code));
+        sink.write(sink.ctx, "data: [DONE]\n\n", 14);
+    }
+    close(j->fd);
+    gen_request_free(&j->rq);
+    tl_server_slot_release(j->s);
+    tl_server_stream_done(j->s);
+    free(j);
+    return NULL;
+}
+
 void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     gen_request rq;
     parse_failure f;
@@ -1023,15 +1099,47 @@ void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r)
         return;
     }
     sched_wait w = server_wait_for(s, req);
+    if (rq.stream && req->allow_stream) {
+        int fds[2];
+        stream_job *j = calloc(1, sizeof *j);
+        pthread_t t;
+        if (j && pipe2(fds, O_CLOEXEC) == 0) {
+            j->s = s;
+            j->rq = rq;
+            j->w = w;
+            j->w.client_gone = NULL; /* the pipe reports a departed client */
+            j->fd = fds[1];
+            tl_server_stream_begin(s);
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            int rc = pthread_create(&t, &attr, stream_main, j);
+            pthread_attr_destroy(&attr);
+            if (rc == 0) {
+                r->status = 200;
+                r->content_type = "text/event-stream";
+                r->stream_fd = fds[0];
+                return;
+            }
+            tl_server_stream_done(s);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        free(j);
+        tl_server_slot_release(s);
+        reply_sglang_error(r, 503, "cannot start a stream");
+        gen_request_free(&rq);
+        return;
+    }
     json_t *result = NULL;
     tl_strbuf sse = TL_STRBUF_INIT;
+    sse_sink sink = {sse_to_strbuf, &sse};
     tl_error err = {0};
     int hs = 500;
-    tl_status st = run_generate(s, &rq, &w, &result, rq.stream ? &sse : NULL, &hs, &err);
+    tl_status st = run_generate(s, &rq, &w, &result, rq.stream ? &sink : NULL, &hs, &err);
     tl_server_slot_release(s);
     if (st != TL_OK) {
-        int code = st == TL_ERR_TIMEOUT ? 504 : st == TL_ERR_CANCELLED ? 499 : (hs == 400 || st == TL_ERR_INVALID || st == TL_ERR_LIMIT) ? 400 : http_status_for(st);
-        reply_sglang_error(r, code, "%s", err.msg);
+        reply_sglang_error(r, generate_error_status(st, hs), "%s", err.msg);
     } else if (rq.stream) {
         json_decref(result);
         r->status = 200;

@@ -205,6 +205,31 @@ events = [json.loads(l[6:]) for l in lines[:-1]]
 check(len(events) == 6 and events[-1]["output_ids"] == ref["generated"][:6] and
       events[-1]["meta_info"]["finish_reason"]["type"] == "length", "stream events are cumulative, last is final")
 
+# events arrive while generation runs (not all at the end)
+s = socket.create_connection(("127.0.0.1", PORT))
+req = json.dumps({"text": "Once", "stream": True, "sampling_params": {"max_new_tokens": 300, "temperature": 0, "ignore_eos": True}})
+s.sendall((f"POST /generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+           f"Connection: close\r\nContent-Length: {len(req)}\r\n\r\n{req}").encode())
+t0 = time.time()
+buf = b""
+while b"data: {" not in buf:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+t_first = time.time() - t0
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+t_all = time.time() - t0
+s.close()
+check(b"data: [DONE]" in buf and buf.count(b"data: {") == 300, "streamed 300 events and [DONE]")
+check(t_first < t_all / 3, f"first event after {t_first:.3f}s, all after {t_all:.3f}s: events are sent as they come")
+st, txt, _ = call("/generate", {"input_ids": [1] * 600, "stream": True, "sampling_params": {"max_new_tokens": 1}})
+check(st == 200 and '"error"' in txt and txt.rstrip().endswith("data: [DONE]"), f"an error inside a stream is an event: {txt[:200]}")
+
 # --- errors (SGLang dialect) -------------------------------------------------------------
 for raw, want in ((b"{", 400), (b"[]", 400), (b'{"text":5}', 400), (b'{"input_ids":[99999]}', 400),
                   (b'{"text":"a","sampling_params":{"max_new_tokens":"x"}}', 400)):
