@@ -8,7 +8,9 @@
  * SPM gives any text back byte for byte (unless it holds a literal U+2581, SPM's
  * own spelling of a space), and byte-level BPE gives valid UTF-8 back byte for
  * byte (both when no special-token text can interfere).
- * Vocabularies come from $TL_FIXTURES (default ../shared/fixtures). */
+ * Vocabularies come from $TL_FIXTURES (default ../shared/fixtures). An input
+ * starting with 0xFF is instead a GGUF file whose vocabulary gets loaded, so
+ * the loader meets hostile metadata too. */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,9 +74,46 @@ static bool valid_utf8(const unsigned char *s, size_t n) {
     return true;
 }
 
+/* First byte 0xFF: the rest is a GGUF file whose vocabulary is loaded (any
+ * error is fine) and, if it loads, used on a few fixed strings. */
+static void fuzz_vocab_file(const uint8_t *data, size_t size) {
+    tl_gguf *g = NULL;
+    tl_vocab *v = NULL;
+    tl_error err = {0};
+    if (tl_gguf_open_memory(data, size, "fuzz.gguf", &g, &err) != TL_OK)
+        return;
+    if (tl_vocab_load(g, &v, &err) == TL_OK) {
+        static const char *const texts[] = {"", " ", "Hello world", "<s>a</s> <|im_start|>x\n\n 12345 !!",
+                                            "\xE4\xB8\xAD\xFF\xC3 \xF0\x9F\x99\x82"};
+        for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++)
+            for (int mode = 0; mode < 4; mode++) {
+                int32_t *ids = NULL;
+                size_t n = 0;
+                if (tl_vocab_tokenize(v, texts[t], strlen(texts[t]), mode & 1, mode & 2, &ids, &n, &err) != TL_OK)
+                    abort();
+                tl_strbuf out = TL_STRBUF_INIT;
+                if (tl_vocab_detokenize(v, ids, n, true, mode & 1, &out, &err) != TL_OK)
+                    abort();
+                tl_strbuf_free(&out);
+                free(ids);
+            }
+        char buf[64];
+        for (int32_t id = -1; id <= tl_vocab_n_tokens(v); id++) {
+            tl_vocab_token_bytes(v, id, true, buf, sizeof buf);
+            tl_vocab_is_eog(v, id);
+        }
+        tl_vocab_free(v);
+    }
+    tl_gguf_close(g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1)
         return 0;
+    if (data[0] == 0xFF) {
+        fuzz_vocab_file(data + 1, size - 1);
+        return 0;
+    }
     unsigned ctl = data[0];
     const char *text = (const char *)data + 1;
     size_t len = size - 1;

@@ -758,12 +758,12 @@ size_t tl_vocab_token_bytes(const tl_vocab *v, int32_t id, bool render_special, 
         return 0;
     /* byte-level BPE: each codepoint of the piece stands for one byte */
     for (size_t i = 0; i < tl;) {
-        uint32_t cpt;
+        uint32_t cpts[4]; /* adv bytes decode to at most adv codepoints */
         size_t adv = tl_utf8_len((unsigned char)t[i]);
         if (adv > tl - i)
             adv = tl - i;
-        tl_utf8_decode_all(t + i, adv, &cpt); /* adv bytes never yield more than adv codepoints */
-        int b = adv == tl_utf8_len((unsigned char)t[i]) ? tl_gpt2_cpt_to_byte(cpt) : -1;
+        size_t n_cpts = tl_utf8_decode_all(t + i, adv, cpts);
+        int b = n_cpts == 1 && adv == tl_utf8_len((unsigned char)t[i]) ? tl_gpt2_cpt_to_byte(cpts[0]) : -1;
         if (b >= 0) {
             char byte = (char)b;
             n = put(buf, cap, n, &byte, 1);

@@ -362,6 +362,26 @@ static void test_load_errors(void) {
     tl_vocab_free(v);
 }
 
+/* A normal BPE token whose text is not valid UTF-8 (fuzzer find: token_bytes
+ * decoded it into a one-codepoint buffer) prints its bytes as they are. */
+static void test_invalid_token_text(void) {
+    static const char *const toks[] = {"a", "\xE2" "a\xC3", "\xC4\xA0" "b"};
+    static const char *const merges[] = {"a b"};
+    gguf_builder gb = {TL_STRBUF_INIT, 0};
+    gb_kv_str(&gb, "tokenizer.ggml.model", "gpt2");
+    gb_kv_strs(&gb, "tokenizer.ggml.tokens", toks, 3);
+    gb_kv_strs(&gb, "tokenizer.ggml.merges", merges, 1);
+    tl_vocab *v = NULL;
+    tl_error err = {0};
+    CHECKF(load_built(&gb, &v, &err) == TL_OK, "%s", err.msg);
+    if (!v)
+        return;
+    char buf[16];
+    CHECK(tl_vocab_token_bytes(v, 1, false, buf, sizeof buf) == 3 && !memcmp(buf, "\xE2" "a\xC3", 3));
+    CHECK(tl_vocab_token_bytes(v, 2, false, buf, sizeof buf) == 2 && !memcmp(buf, " b", 2));
+    tl_vocab_free(v);
+}
+
 int main(void) {
     for (size_t i = 0; i < N_VOCABS; i++)
         vocabs[i] = load_fixture_vocab(vocab_names[i]);
@@ -370,6 +390,7 @@ int main(void) {
     test_specials();
     test_built_vocab();
     test_load_errors();
+    test_invalid_token_text();
     for (size_t i = 0; i < N_VOCABS; i++)
         tl_vocab_free(vocabs[i]);
     return TEST_DONE();
