@@ -45,10 +45,11 @@
  * result's `tail` (refused when allow_tail is false). A multi-byte terminator
  * may be spread over several tokens.
  *
- * Remote backends (ops->generate_regex != NULL) get tl_number_regex(): sign,
- * digit counts, decimals and the terminator are in the regex; the range and
- * multipleOf cannot in general be, so the returned text is validated after
- * and a value outside the range is a TL_ERR_REMOTE error naming it.
+ * Remote backends (ops->generate_regex != NULL) get tl_number_regex(): for
+ * integers the regex spells the exact range [lo, hi]; for numbers it carries
+ * sign, digit counts and decimals only. multipleOf (and a number's range)
+ * cannot in general be a regex, so the returned text is validated after and a
+ * value outside the spec is a TL_ERR_REMOTE error naming it.
  * tl_regex_parse() recognises the regexes built here so typellm's own server
  * can enforce a /generate `regex` with the automaton. */
 #ifndef TL_CONSTRAIN_CONSTRAIN_H
@@ -235,9 +236,11 @@ size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, b
 
 /* ===== regexes for remote engines ======================================= */
 
-/* SGLang-compatible (Python re / outlines syntax) regexes. Numbers:
- *   [ ?]SIGN(0|[1-9][0-9]{0,D-1})(\.[0-9]{1,F})?TERM
- * SIGN is "" (min >= 0), "-" (max < 0) or "-?"; TERM the escaped terminator. */
+/* SGLang-compatible (Python re / outlines syntax) regexes, optionally led by
+ * " ?" (allow_leading_space) and ended by TERM, the escaped terminator.
+ * Integers: the exact range, e.g. [0, 100] -> ([0-9]|[1-9][0-9]|100)TERM.
+ * Numbers: SIGN(0|[1-9][0-9]{0,D-1})(\.[0-9]{1,F})?TERM with SIGN "" (min >= 0),
+ * "-" (max < 0) or "-?". */
 tl_status tl_number_regex(const tl_number_spec *spec, const tl_number_close *close, tl_strbuf *out,
                           tl_error *err);
 /* (v1|v2|...)TERM with each value escaped literally; n >= 1. */
@@ -266,8 +269,10 @@ typedef struct tl_regex_info {
     bool json_escapes;
 } tl_regex_info;
 
-/* Recognises a regex built by the functions above (byte-exact shapes);
- * TL_ERR_UNSUPPORTED for any other regex. */
+/* Recognises a regex built by the functions above (byte-exact shapes; an
+ * integer range by regenerating it from the bounds it spells); an enum of one
+ * integer, e.g. ("5"), reads as that integer range. TL_ERR_UNSUPPORTED for any
+ * other regex. */
 tl_status tl_regex_parse(const char *regex, size_t len, tl_regex_info *out, tl_error *err);
 void tl_regex_info_free(tl_regex_info *info);
 

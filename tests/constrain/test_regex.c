@@ -3,7 +3,8 @@
  * its spec accepts (the regex may be wider: ranges are checked after), and
  * exactly the strings that the spec tl_regex_parse reads back from it
  * accepts; enum and free-text regexes match exactly their values; regexes
- * typellm did not build are refused by the parser. */
+ * typellm did not build are refused by the parser. Integer regexes are exact
+ * ranges: checked value by value around random and extreme ranges. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdio.h>
@@ -73,7 +74,11 @@ static void test_number_regexes(void) {
                 CHECK(info.leading_space == (bool)lead);
                 size_t tl = terms[t] ? strlen(terms[t]) : 0;
                 CHECK(info.terminator_len == tl && (tl == 0 || memcmp(info.terminator, terms[t], tl) == 0));
-                CHECK(info.number.max_int_digits == spec.max_int_digits && info.number.decimals == spec.decimals);
+                if (spec.kind == TL_NUMBER_INTEGER)
+                    CHECK(info.number.kind == TL_NUMBER_INTEGER && info.number.lo == spec.lo &&
+                          info.number.hi == spec.hi);
+                else
+                    CHECK(info.number.max_int_digits == spec.max_int_digits && info.number.decimals == spec.decimals);
                 if (!c) {
                     tl_regex_info_free(&info);
                     tl_strbuf_free(&re);
@@ -118,6 +123,58 @@ static void test_number_regexes(void) {
                 tl_strbuf_free(&re);
             }
     fprintf(stderr, "number regexes: %d matching strings\n", matched);
+}
+
+/* Integer regexes are exact: every integer near the range matches iff inside. */
+static void test_integer_ranges(void) {
+    int64_t edges[][2] = {{INT64_MIN, INT64_MAX}, {INT64_MIN, -1}, {0, INT64_MAX}, {-9, 9}, {0, 0}, {-1, -1},
+                          {10, 99},   {100, 100},  {1, 1000000},  {-999, -100}, {9, 10}, {-10, -9}};
+    tl_error err = {0};
+    int ranges = 0;
+    for (int r = 0; r < 400; r++) {
+        int64_t lo, hi;
+        if (r < (int)(sizeof edges / sizeof edges[0])) {
+            lo = edges[r][0];
+            hi = edges[r][1];
+        } else {
+            lo = (int64_t)(rnd() % 2400) - 1200;
+            hi = lo + (int64_t)(rnd() % (r % 2 ? 30 : 1500));
+        }
+        tl_number_spec spec;
+        CHECK(tl_number_spec_integer(lo, hi, 1, &spec, &err) == TL_OK);
+        tl_number_close close = {.terminator = "\""};
+        tl_strbuf re = TL_STRBUF_INIT;
+        CHECK(tl_number_regex(&spec, &close, &re, &err) == TL_OK);
+        pcre2_code *c = compile(tl_strbuf_cstr(&re), false);
+        CHECKF(c != NULL, "[%lld, %lld]: %s", (long long)lo, (long long)hi, tl_strbuf_cstr(&re));
+        tl_regex_info info;
+        CHECKF(tl_regex_parse(re.buf, re.len, &info, &err) == TL_OK && info.kind == TL_REGEX_NUMBER &&
+                   info.number.lo == lo && info.number.hi == hi,
+               "[%lld, %lld]: %s not read back", (long long)lo, (long long)hi, tl_strbuf_cstr(&re));
+        tl_regex_info_free(&info);
+        if (c) {
+            ranges++;
+            int64_t from = lo > INT64_MIN + 2000 ? lo - 1000 : INT64_MIN;
+            for (int64_t v = from, k = 0; k < 3500; v++, k++) {
+                char s[32];
+                int n = snprintf(s, sizeof s, "%lld\"", (long long)v);
+                CHECKF(full_match(c, s, (size_t)n) == (v >= lo && v <= hi), "[%lld, %lld]: %s on %s",
+                       (long long)lo, (long long)hi, s, tl_strbuf_cstr(&re));
+                if (v == INT64_MAX)
+                    break;
+            }
+            for (int k = 0; k < 200; k++) { /* random wide values, and spellings that are not canonical */
+                char s[40];
+                int64_t v = (int64_t)rnd();
+                int n = snprintf(s, sizeof s, "%lld\"", (long long)v);
+                CHECK(full_match(c, s, (size_t)n) == (v >= lo && v <= hi));
+            }
+            CHECK(!full_match(c, "007\"", 4) && !full_match(c, "-0\"", 3) && !full_match(c, "+1\"", 3));
+            pcre2_code_free(c);
+        }
+        tl_strbuf_free(&re);
+    }
+    fprintf(stderr, "integer ranges: %d exact regexes checked\n", ranges);
 }
 
 static void test_enum_regexes(void) {
@@ -203,6 +260,7 @@ static void test_foreign_regexes(void) {
 
 int main(void) {
     test_number_regexes();
+    test_integer_ranges();
     test_enum_regexes();
     test_freetext_regexes();
     test_foreign_regexes();
