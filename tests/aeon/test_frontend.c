@@ -190,6 +190,24 @@ static void test_validate(void) {
     }
     ae_program_free(p);
     p = NULL;
+    CHECK(ae_program_load_file(example("application.ae"), &p, &err) == TL_OK);
+    if (p) {
+        validate_text(p, "f (f v)", &v); /* the example passes a lambda: twice (fun x => x + 1) 3 = 5 */
+        CHECK(v.typed && v.examples_total == 1 && v.examples_failed == 0);
+        validate_text(p, "f v", &v);
+        CHECK(v.typed && v.examples_failed == 1);
+    }
+    ae_program_free(p);
+    p = NULL;
+    CHECK(ae_program_load_file(example("conditional_let.ae"), &p, &err) == TL_OK);
+    if (p) {
+        validate_text(p, "let m := limit in if n < m then n else m", &v);
+        CHECK(v.typed && v.examples_total == 2 && v.examples_failed == 0);
+        validate_text(p, "helper n", &v); /* the shadowing let hides the helper function */
+        CHECK(v.parsed && !v.typed);
+    }
+    ae_program_free(p);
+    p = NULL;
     CHECK(ae_program_load_file(example("answer.ae"), &p, &err) == TL_OK);
     if (p) {
         validate_text(p, "35", &v);
