@@ -66,6 +66,7 @@ typedef struct env {
     const char *name;
     ae_type ty;
     const struct env *next;
+    bool global; /* a top-level def (or the prelude), not a parameter or let */
 } env;
 
 typedef struct checker {
@@ -93,6 +94,25 @@ static tl_status type_err(checker *c, const ae_expr *e, const char *fmt, ...) {
     return tl_error_set(c->err, TL_ERR_INVALID, "aeon: %d:%d: type error: %s", e->line, e->col, msg);
 }
 
+static bool mentions(const ae_expr *e, const char *name) {
+    if (!e)
+        return false;
+    if (e->kind == AE_E_VAR && !strcmp(e->str, name))
+        return true;
+    return mentions(e->a, name) || mentions(e->b, name) || mentions(e->c, name);
+}
+
+/* Fitness helpers: top-level defs named by the hole def's @minimize_* /
+ * @maximize_* goals are hidden from the hole (they score candidates). */
+static bool is_fitness_helper(const ae_program *p, const char *name) {
+    const ae_def *d = &p->defs[p->hole_def];
+    for (int i = 0; i < d->n_decos; i++)
+        if ((!strncmp(d->decos[i].name, "minimize", 8) || !strncmp(d->decos[i].name, "maximize", 8)) &&
+            mentions(d->decos[i].arg, name))
+            return true;
+    return false;
+}
+
 static tl_status capture_context(checker *c, const env *scope, ae_type goal) {
     ae_program *p = c->prog;
     int n = 0;
@@ -107,6 +127,10 @@ static tl_status capture_context(checker *c, const env *scope, ae_type goal) {
         for (int i = 0; i < p->n_context; i++)
             if (!strcmp(p->context[i].name, e->name))
                 shadowed = true;
+        if (!shadowed && e->global && is_fitness_helper(p, e->name)) {
+            p->n_filtered++;
+            shadowed = true;
+        }
         if (!shadowed) {
             p->context[p->n_context].name = e->name;
             p->context[p->n_context].ty = e->ty;
@@ -178,7 +202,7 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
     case AE_E_LET: {
         if ((st = check_expr(c, e->a, scope, e->ty, &ta)))
             return st;
-        env b = {e->str, ta, scope};
+        env b = {e->str, ta, scope, false};
         if ((st = check_expr(c, e->b, &b, expected, &t)))
             return st;
         break;
@@ -189,7 +213,7 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
             return type_err(c, e, "'fun' needs an expected function type here");
         if (e->ty >= 0 && e->ty != tt->t[ft].arg)
             return type_err(c, e, "lambda parameter annotation differs from the expected type");
-        env b = {e->str, tt->t[ft].arg, scope};
+        env b = {e->str, tt->t[ft].arg, scope, false};
         if ((st = check_expr(c, e->a, &b, tt->t[ft].res, &tb)))
             return st;
         t = ft;
@@ -220,7 +244,7 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
 /* The def's parameters pushed on scope (into caller-provided nodes). */
 static const env *push_params(const ae_def *d, env *nodes, const env *scope) {
     for (int i = 0; i < d->n_params; i++) {
-        nodes[i] = (env){d->params[i].name, d->params[i].rt.ty, scope};
+        nodes[i] = (env){d->params[i].name, d->params[i].rt.ty, scope, false};
         scope = &nodes[i];
     }
     return scope;
@@ -230,12 +254,12 @@ static const env *push_params(const ae_def *d, env *nodes, const env *scope) {
 static env *global_scope(ae_program *p, int k, env *nodes) {
     static const char *prelude_name = "toFloat";
     env *scope = &nodes[0];
-    nodes[0] = (env){prelude_name, ae_type_arrow(&p->types, AE_T_INT, AE_T_FLOAT), NULL};
+    nodes[0] = (env){prelude_name, ae_type_arrow(&p->types, AE_T_INT, AE_T_FLOAT), NULL, true};
     int n = 1;
     for (int i = 0; i < k; i++) {
         if (p->defs[i].unsupported || p->defs[i].fn_type < 0 || i == p->hole_def)
             continue;
-        nodes[n] = (env){p->defs[i].name, p->defs[i].fn_type, scope};
+        nodes[n] = (env){p->defs[i].name, p->defs[i].fn_type, scope, true};
         scope = &nodes[n++];
     }
     return scope;
@@ -264,15 +288,15 @@ static tl_status check_refinements(checker *c, ae_def *d, const env *scope) {
     for (int i = 0; i < d->n_params; i++) {
         const ae_rtype *rt = &d->params[i].rt;
         if (rt->pred) {
-            env b = {rt->binder, rt->ty, s};
+            env b = {rt->binder, rt->ty, s, false};
             if ((st = check_expr(c, rt->pred, &b, AE_T_BOOL, &t)))
                 return tl_error_wrap(c->err, "refinement of parameter '%s'", d->params[i].name);
         }
-        nodes[i] = (env){d->params[i].name, rt->ty, s};
+        nodes[i] = (env){d->params[i].name, rt->ty, s, false};
         s = &nodes[i];
     }
     if (d->result.pred) {
-        env b = {d->result.binder, d->result.ty, s};
+        env b = {d->result.binder, d->result.ty, s, false};
         if ((st = check_expr(c, d->result.pred, &b, AE_T_BOOL, &t)))
             return tl_error_wrap(c->err, "refinement of the result of '%s'", d->name);
     }
@@ -310,7 +334,7 @@ static tl_status check_program(ae_program *p, tl_error *err) {
         env self;
         const env *s = scope;
         if (!is_hole) { /* an ordinary def may call itself */
-            self = (env){d->name, d->fn_type, scope};
+            self = (env){d->name, d->fn_type, scope, false};
             s = &self;
         }
         tl_error local;
@@ -403,7 +427,7 @@ tl_status ae_check_candidate(ae_program *p, const ae_expr *e, tl_error *err) {
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
     const env *scope = NULL;
     for (int i = p->n_context - 1; i >= 0; i--) { /* innermost ends up first */
-        nodes[i] = (env){p->context[i].name, p->context[i].ty, scope};
+        nodes[i] = (env){p->context[i].name, p->context[i].ty, scope, false};
         scope = &nodes[i];
     }
     checker c = {.prog = p, .err = err};

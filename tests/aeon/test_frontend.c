@@ -99,6 +99,18 @@ static void test_errors(void) {
         CHECK(find_ctx(p, "xs") < 0 && find_ctx(p, "bad") < 0 && find_ctx(p, "ok") >= 0);
     }
     ae_program_free(p);
+    /* a fitness helper named by @minimize_int is hidden; a parameter of the same name is not */
+    p = load("def cost (k:Int) : Int := k * k;\ndef base : Int := 2;\n@minimize_int(cost (g base))\n"
+             "def g (x:Int) : Int := ?h;");
+    CHECK(p != NULL);
+    if (p)
+        CHECK(find_ctx(p, "cost") < 0 && find_ctx(p, "base") < 0 && find_ctx(p, "x") >= 0 && p->n_filtered == 2);
+    ae_program_free(p);
+    p = load("def cost : Int := 1;\n@minimize_int(cost)\ndef g (cost:Int) : Int := ?h;");
+    CHECK(p != NULL);
+    if (p)
+        CHECK(find_ctx(p, "cost") == 0);
+    ae_program_free(p);
 }
 
 static void test_eval(void) {
