@@ -212,6 +212,7 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
 typedef struct conn_state {
     tl_strbuf body;
     bool too_large;
+    bool replied;  /* a response is queued (early for an oversize body) */
     struct MHD_Connection *conn;
     double t0;
 } conn_state;
@@ -287,19 +288,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->p.max_body)
             cs->too_large = true;
-        return MHD_YES;
+        if (!cs->too_large)
+            return MHD_YES;
     }
-    if (*upload_size) {
-        if (!cs->too_large && cs->body.len + *upload_size <= s->p.max_body) {
-            if (!tl_strbuf_append(&cs->body, upload_data, *upload_size))
-                cs->too_large = true;
-        } else {
-            cs->too_large = true;
-            tl_strbuf_free(&cs->body);
+    if (*upload_size && !cs->too_large) {
+        if (cs->body.len + *upload_size <= s->p.max_body && tl_strbuf_append(&cs->body, upload_data, *upload_size)) {
+            *upload_size = 0;
+            return MHD_YES;
         }
-        *upload_size = 0;
+        cs->too_large = true;
+        tl_strbuf_free(&cs->body);
+    }
+    if (cs->too_large && cs->replied) {
+        *upload_size = 0; /* the 413 is queued; MHD drops the rest and closes */
         return MHD_YES;
     }
+    *upload_size = 0;
+    cs->replied = true;
     tl_http_request req = {
         .method = method,
         .path = url,
