@@ -15,6 +15,23 @@
 #include "util/fileio.h"
 #include "util/strbuf.h"
 
+/* One load per model (files are visited sorted, so a model's prompts come together). */
+static char cached_model[256];
+static tl_vocab *cached_vocab;
+
+static tl_vocab *vocab_for(const char *model) {
+    if (cached_vocab && !strcmp(cached_model, model))
+        return cached_vocab;
+    tl_vocab_free(cached_vocab);
+    cached_vocab = NULL;
+    snprintf(cached_model, sizeof cached_model, "%s", model);
+    char path[1024];
+    snprintf(path, sizeof path, "models/%s.gguf", model);
+    tl_error err = {0};
+    CHECKF(tl_vocab_load_file(tl_fixture(path), &cached_vocab, &err) == TL_OK, "%s", err.msg);
+    return cached_vocab;
+}
+
 static void check_one(const char *json_name) {
     /* MODEL.PROMPT.json: the model name may contain dots (none do today, but split at the last one) */
     char model[256], prompt[256];
@@ -45,9 +62,7 @@ static void check_one(const char *json_name) {
     size_t len;
     tl_error err = {0};
     CHECKF(tl_read_file(tl_fixture(path), 1 << 20, &text, &len, &err) == TL_OK, "%s", err.msg);
-    snprintf(path, sizeof path, "models/%s.gguf", model);
-    tl_vocab *v = NULL;
-    CHECKF(tl_vocab_load_file(tl_fixture(path), &v, &err) == TL_OK, "%s", err.msg);
+    tl_vocab *v = vocab_for(model);
     if (v && text) {
         int32_t *ids;
         size_t n;
@@ -75,25 +90,31 @@ static void check_one(const char *json_name) {
         tl_strbuf_free(&sb);
         free(ids);
     }
-    tl_vocab_free(v);
     free(text);
     json_decref(root);
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 int main(void) {
     DIR *d = opendir(tl_fixture("ref"));
     CHECK(d != NULL);
-    int n_files = 0;
+    char *names[512];
+    size_t n_files = 0;
     struct dirent *e;
-    while (d && (e = readdir(d))) {
+    while (d && (e = readdir(d)) && n_files < 512) {
         size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) {
-            check_one(e->d_name);
-            n_files++;
-        }
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".json"))
+            names[n_files++] = strdup(e->d_name);
     }
     if (d)
         closedir(d);
+    qsort(names, n_files, sizeof names[0], cmp_str);
+    for (size_t i = 0; i < n_files; i++) {
+        check_one(names[i]);
+        free(names[i]);
+    }
+    tl_vocab_free(cached_vocab);
     CHECK(n_files >= 40);
     return TEST_DONE();
 }
