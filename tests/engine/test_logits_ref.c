@@ -100,6 +100,7 @@ int main(void) {
     if (!d)
         return TEST_DONE();
     int n_models = 0, n_refs = 0;
+    bool sanitizer_run = getenv("TL_SANITIZER_RUN") != NULL;
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
@@ -128,6 +129,10 @@ int main(void) {
             if (rl <= sl + 6 || strncmp(re->d_name, ref_stem, sl) || re->d_name[sl] != '.' ||
                 strcmp(re->d_name + rl - 5, ".json") || strstr(re->d_name, ".greedy-"))
                 continue;
+            /* under the sanitizers (slow) one short prompt per model still covers
+             * every architecture and weight type */
+            if (sanitizer_run && !strstr(re->d_name, ".fox.json"))
+                continue;
             char rp[8192];
             snprintf(rp, sizeof rp, "%s/%s", ref_dir, re->d_name);
             tl_session_flush(s);
@@ -142,6 +147,6 @@ int main(void) {
     }
     closedir(d);
     CHECKF(n_models >= 11, "only %d models loaded", n_models);
-    CHECKF(n_refs >= 55, "only %d references checked", n_refs);
+    CHECKF(n_refs >= (sanitizer_run ? 11 : 58), "only %d references checked", n_refs);
     return TEST_DONE();
 }
