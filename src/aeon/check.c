@@ -94,12 +94,12 @@ static tl_status type_err(checker *c, const ae_expr *e, const char *fmt, ...) {
     return tl_error_set(c->err, TL_ERR_INVALID, "aeon: %d:%d: type error: %s", e->line, e->col, msg);
 }
 
-static bool mentions(const ae_expr *e, const char *name) {
-    if (!e)
+static bool mentions(const ae_expr *e, const char *name, int depth) {
+    if (!e || depth > 400) /* deeper goals cannot be evaluated anyway (eval.c's depth limit) */
         return false;
     if (e->kind == AE_E_VAR && !strcmp(e->str, name))
         return true;
-    return mentions(e->a, name) || mentions(e->b, name) || mentions(e->c, name);
+    return mentions(e->a, name, depth + 1) || mentions(e->b, name, depth + 1) || mentions(e->c, name, depth + 1);
 }
 
 /* Fitness helpers: top-level defs named by the hole def's @minimize_* /
@@ -108,7 +108,7 @@ static bool is_fitness_helper(const ae_program *p, const char *name) {
     const ae_def *d = &p->defs[p->hole_def];
     for (int i = 0; i < d->n_decos; i++)
         if ((!strncmp(d->decos[i].name, "minimize", 8) || !strncmp(d->decos[i].name, "maximize", 8)) &&
-            mentions(d->decos[i].arg, name))
+            mentions(d->decos[i].arg, name, 0))
             return true;
     return false;
 }

@@ -537,12 +537,22 @@ static ae_expr *parse_mul(parser *p) { return parse_left(p, ops_mul, 3, parse_ap
 static ae_expr *parse_add(parser *p) { return parse_left(p, ops_add, 2, parse_mul); }
 static ae_expr *parse_cmp(parser *p) { return parse_nonassoc(p, ops_cmp, 4, parse_add); }
 
+/* Counts one level of recursion that does not pass through parse_expr. */
+static bool deeper(parser *p) {
+    if (++p->depth > MAX_NESTING) {
+        perr(p, TL_ERR_LIMIT, p->tok.line, p->tok.col, "expression nested deeper than %d", MAX_NESTING);
+        return false;
+    }
+    return true;
+}
+
 static ae_expr *parse_not(parser *p) {
     if (p->tok.kind == TK_BANG) {
         int line = p->tok.line, col = p->tok.col;
-        if (lex_next(p))
+        if (lex_next(p) || !deeper(p))
             return NULL;
         ae_expr *a = parse_not(p);
+        p->depth--;
         if (!a)
             return NULL;
         ae_expr *e = new_expr(p, AE_E_NOT, line, col);
@@ -560,9 +570,10 @@ static ae_expr *parse_right(parser *p, tk tok, ae_binop op, ae_expr *(*operand)(
     ae_expr *e = operand(p);
     if (e && p->tok.kind == tok) {
         int line = p->tok.line, col = p->tok.col;
-        if (lex_next(p))
+        if (lex_next(p) || !deeper(p))
             return NULL;
         ae_expr *r = parse_right(p, tok, op, operand);
+        p->depth--;
         if (!r)
             return NULL;
         e = binop(p, op, e, r, line, col);

@@ -91,6 +91,35 @@ static void test_errors(void) {
     expect_error("def k : (Int) -> Int := ?h;", TL_ERR_FORMAT, "named parameter");
     expect_error("def k : Int := 99999999999999999999 + ?h;", TL_ERR_FORMAT, "out of range");
     expect_error("def k : Int := 1 $ ?h;", TL_ERR_FORMAT, "1:18: unexpected character '$'");
+    /* deep nesting is an error, not a stack overflow */
+    static char deep[200100];
+    const char *heads[] = {"!", "(", "true || ", "if true then 1 else "};
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
+        size_t n = strlen(heads[h]), len = 0;
+        len += (size_t)snprintf(deep, sizeof deep, "def g : Bool := ");
+        while (len + n < 200000) {
+            memcpy(deep + len, heads[h], n);
+            len += n;
+        }
+        snprintf(deep + len, sizeof deep - len, "?h;");
+        ae_program *dp = NULL;
+        tl_error derr = {0};
+        CHECK(ae_program_load(deep, strlen(deep), &dp, &derr) == TL_ERR_LIMIT && strstr(derr.msg, "nested deeper"));
+        ae_program_free(dp);
+    }
+    /* a long left-associative chain parses but is too deep to check */
+    {
+        size_t len = (size_t)snprintf(deep, sizeof deep, "def g : Int := ");
+        while (len + 4 < 200000) {
+            memcpy(deep + len, "1 + ", 4);
+            len += 4;
+        }
+        snprintf(deep + len, sizeof deep - len, "?h;");
+        ae_program *dp = NULL;
+        tl_error derr = {0};
+        CHECK(ae_program_load(deep, strlen(deep), &dp, &derr) != TL_OK);
+        ae_program_free(dp);
+    }
     /* an unusable helper is filtered, not fatal */
     ae_program *p = load("def xs : List := nil;\ndef bad : Int := nope;\ndef ok : Int := 3;\ndef g : Int := ?h;");
     CHECK(p != NULL);
