@@ -124,13 +124,12 @@ size_t tl_kernels_block_bytes(tl_ggml_type t);
 /* ---- the integer matmul's working forms ----------------------------------
 
  * Activations (one per X row): each 32-block quantized to int8 with one
- * float scale. Stored expanded so the SIMD kernels load, never shuffle:
- * lane k (of 8 per block) covers elements 4k..4k+3 of the block. */
+ * float scale. Kept compact (prefill streams them once per weight-row tile):
+ * 36 bytes per 32 values. */
 typedef struct {
     int64_t n_tok, n_in, nb;  /* nb = n_in / 32 blocks per row */
     int8_t *q;                /* [n_tok][n_in] codes, |q| <= 127 */
-    float *d8;                /* [n_tok][nb][8] block scale, repeated per lane */
-    int32_t *off8;            /* [n_tok][nb][8] -offset * (sum of the lane's 4 codes) */
+    float *d;                 /* [n_tok][nb] block scale */
     float *dsum;              /* [n_tok][nb] scale * sum of the block's codes */
 } tl_act;
 
@@ -150,8 +149,8 @@ void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *c
 void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
 void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
 
-/* Quantizes X rows [t0, t1) into act (offset from the weight type). */
-void tl_act_quantize_rows(tl_act *a, const float *X, int offset, int64_t t0, int64_t t1);
+/* Quantizes X rows [t0, t1) into act. */
+void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1);
 
 /* ---- ISA selection --------------------------------------------------------- */
 

@@ -17,13 +17,12 @@ typedef struct {
     int64_t n_tok;
     float *Y;
     tl_act *act;
-    int offset;
     tl_isa isa;
 } matmul_job;
 
 static void act_rows(void *v, int64_t t0, int64_t t1, int thread) {
     matmul_job *j = v;
-    tl_act_quantize_rows(j->act, j->X, j->offset, t0, t1);
+    tl_act_quantize_rows(j->act, j->X, t0, t1);
 }
 
 static void float_rows(void *v, int64_t o0, int64_t o1, int thread) {
@@ -46,25 +45,23 @@ static void quant_rows(void *v, int64_t o0, int64_t o1, int thread) {
 
 void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
     if (n_tok <= 0 || W->n_out <= 0) return;
-    matmul_job job = {W, X, n_tok, Y, NULL, 0, tl_kernels_isa_id()};
+    matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id()};
     if (W->type == TL_TYPE_F32 || W->type == TL_TYPE_F16 || W->type == TL_TYPE_BF16) {
         tl_pool_run(p, W->n_out, ROW_GRAIN, float_rows, &job);
         return;
     }
     if (!tl_kernels_supports(W->type) || W->n_in % QK32) return;
-    /* one allocation for the quantized activations: codes, lane scales, lane offsets, block sums */
+    /* one allocation for the quantized activations: codes, block scales, block sums */
     int64_t nb = W->n_in / QK32;
     size_t n_blocks = (size_t)(n_tok * nb);
-    size_t bytes = n_blocks * (32 + 32 + 32 + 4) + 64;
+    size_t bytes = n_blocks * (32 + 4 + 4) + 64;
     uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!buf) return;
-    tl_act act = {n_tok, W->n_in, nb, NULL, NULL, NULL, NULL};
-    act.d8 = (float *)buf;                               /* 32 B per block */
-    act.off8 = (int32_t *)(buf + n_blocks * 32);         /* 32 B per block */
-    act.q = (int8_t *)(buf + n_blocks * 64);             /* 32 B per block */
-    act.dsum = (float *)(buf + n_blocks * 96);           /* 4 B per block */
+    tl_act act = {n_tok, W->n_in, nb, NULL, NULL, NULL};
+    act.q = (int8_t *)buf;                               /* 32 B per block */
+    act.d = (float *)(buf + n_blocks * 32);              /* 4 B per block */
+    act.dsum = (float *)(buf + n_blocks * 36);           /* 4 B per block */
     job.act = &act;
-    job.offset = tl_unpack_info_of(W->type).offset;
     tl_pool_run(p, n_tok, 4, act_rows, &job);
     tl_pool_run(p, W->n_out, ROW_GRAIN, quant_rows, &job);
     free(buf);

@@ -224,13 +224,15 @@ typedef struct {
     const float *ws[ROWS];
     const float *wm[ROWS];
     int has_min;
+    int offset;  /* codes' zero point (not used for Q8_0's signed form) */
 } qrows;
 
-TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, const tl_act *A, int64_t t0, int T, float *Y,
-                              int64_t n_out) {
+TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offset, const tl_act *A, int64_t t0, int T,
+                              float *Y, int64_t n_out) {
     const int64_t nb = A->nb, n_in = A->n_in;
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
     const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i offv = _mm256_set1_epi8((char)offset); /* codes' zero point, <= 32 here */
     __m256 acc[ROWS][TOK_TILE];
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
@@ -249,8 +251,9 @@ TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, const tl_
         UNROLL for (int t = 0; t < T; t++) {
             const int64_t tb = (t0 + t) * nb + b;
             __m256i xv = _mm256_loadu_si256((const __m256i *)(A->q + (t0 + t) * n_in + 32 * b));
-            __m256 dv = _mm256_loadu_ps(A->d8 + 8 * tb);
-            __m256i ov = _mm256_loadu_si256((const __m256i *)(A->off8 + 8 * tb));
+            __m256 dv = _mm256_broadcast_ss(A->d + tb);
+            /* -offset * (sum of each lane's 4 activation codes) */
+            __m256i ov = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones));
             UNROLL for (int r = 0; r < R; r++) {
                 __m256i lanes;
                 if (signed_codes) {
@@ -283,8 +286,8 @@ TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, const tl_
 #define QUANT_TILE(R, T)                                                                                \
     TARGET static void quant_tile_##R##_##T(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
                                             int64_t n_out) {                                           \
-        if (sc) quant_tile(w, R, 1, A, t0, T, Y, n_out);                                               \
-        else quant_tile(w, R, 0, A, t0, T, Y, n_out);                                                  \
+        if (sc) quant_tile(w, R, 1, 0, A, t0, T, Y, n_out);                                            \
+        else quant_tile(w, R, 0, w->offset, A, t0, T, Y, n_out);                                       \
     }
 QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(1, 1) QUANT_TILE(1, 2)
 
@@ -300,6 +303,7 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     tl_unpack_info info = tl_unpack_info_of(W->type);
     qrows w;
     w.has_min = info.has_min;
+    w.offset = info.offset;
     for (int r = 0; r < ROWS; r++) {
         w.code[r] = buf + r * code_stride;
         w.ws[r] = (float *)(buf + ROWS * code_stride) + r * ws_stride;

@@ -16,7 +16,7 @@
 
 #include "kernels/kernels_internal.h"
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c,bmi2")))
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 #define INLINE __attribute__((always_inline)) static inline
 #define UNROLL _Pragma("GCC unroll 4")
 
@@ -250,6 +250,7 @@ typedef struct {
     const float *ws[ROWS];     /* per 16 elements */
     const float *wm[ROWS];     /* per 32 elements (has_min) */
     int has_min;
+    int offset;                /* codes' zero point */
 } qrows;
 
 /* Lane k of the 16 covers elements 4k..4k+3 of a block pair, i.e. the
@@ -268,18 +269,17 @@ TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const t
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     const int8_t *q[TOK_TILE];
-    const float *d8[TOK_TILE];
-    const int32_t *off8[TOK_TILE];
+    const float *d[TOK_TILE];
     UNROLL for (int t = 0; t < T; t++) {
         q[t] = A->q + (t0 + t) * n_in;
-        d8[t] = A->d8 + (t0 + t) * nb * 8;
-        off8[t] = A->off8 + (t0 + t) * nb * 8;
+        d[t] = A->d + (t0 + t) * nb;
     }
+    const __m512i offv = _mm512_set1_epi8((char)w->offset); /* codes' zero point, as u8 */
+    const __m512i dup2 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int64_t p = 0; p <= np; p++) {
         /* p == np is the odd last block, run as a half-empty pair */
         if (p == np && (nb & 1) == 0) break;
         __mmask64 m8 = p < np ? ~(__mmask64)0 : 0xFFFFFFFFull;
-        __mmask16 m32 = p < np ? 0xFFFF : 0x00FF;
         __m512i wv[ROWS];
         __m512 wsv[ROWS];
         UNROLL for (int r = 0; r < R; r++) {
@@ -289,8 +289,10 @@ TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const t
         }
         UNROLL for (int t = 0; t < T; t++) {
             __m512i xv = _mm512_maskz_loadu_epi8(m8, q[t] + 64 * p);
-            __m512 dv = _mm512_maskz_loadu_ps(m32, d8[t] + 16 * p);
-            __m512i ov = _mm512_maskz_loadu_epi32(m32, off8[t] + 16 * p);
+            /* block scales of the pair, 8 lanes each; -offset * lane sums of x */
+            __m512 dv = _mm512_permutexvar_ps(dup2, _mm512_castps128_ps512(_mm_maskz_loadu_ps(p < np ? 0x3 : 0x1, d[t] + 2 * p)));
+            __m512i ov = w->offset ? _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, xv))
+                                   : _mm512_setzero_si512();
             UNROLL for (int r = 0; r < R; r++) {
                 __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv[r], xv));
                 acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(f, wsv[r]), dv, acc[r][t]);
@@ -362,6 +364,7 @@ TARGET void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
     if (!buf) return;
     qrows w;
     w.has_min = tl_unpack_info_of(W->type).has_min;
+    w.offset = tl_unpack_info_of(W->type).offset;
     for (int r = 0; r < ROWS; r++) {
         w.code[r] = buf + r * code_stride;
         w.ws[r] = (float *)(buf + ROWS * code_stride) + r * ws_stride;

@@ -48,7 +48,7 @@ void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_a
             tl_unpack_row_scalar(W->type, (const uint8_t *)W->data + (size_t)o * W->row_bytes, n_in, code, ws, wm);
             for (int64_t t = 0; t < A->n_tok; t++) {
                 const int8_t *q = A->q + t * n_in;
-                const float *d8 = A->d8 + t * nb * 8;
+                const float *d = A->d + t * nb;
                 const float *dsum = A->dsum + t * nb;
                 float acc = 0, acc_min = 0;
                 for (int64_t b = 0; b < nb; b++) {
@@ -57,7 +57,7 @@ void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_a
                         for (int i = 32 * (int)b + 16 * h; i < 32 * (int)b + 16 * h + 16; i++) {
                             isum += ((int)code[i] - info.offset) * q[i];
                         }
-                        acc += (float)isum * ws[2 * b + h] * d8[8 * b];
+                        acc += (float)isum * ws[2 * b + h] * d[b];
                     }
                     if (info.has_min) acc_min += wm[b] * dsum[b];
                 }

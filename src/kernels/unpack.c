@@ -21,7 +21,7 @@ tl_unpack_info tl_unpack_info_of(tl_ggml_type t) {
 
 /* ---- activations ----------------------------------------------------------- */
 
-void tl_act_quantize_rows(tl_act *a, const float *X, int offset, int64_t t0, int64_t t1) {
+void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
         const float *x = X + t * a->n_in;
         int8_t *q = a->q + t * a->n_in;
@@ -31,22 +31,15 @@ void tl_act_quantize_rows(tl_act *a, const float *X, int offset, int64_t t0, int
             float d = amax / 127.f;
             float id = d != 0 ? 1.0f / d : 0;
             int sum = 0;
-            int32_t *off8 = a->off8 + (t * a->nb + b) * 8;
-            for (int k = 0; k < 8; k++) {
-                int lane = 0;
-                for (int i = 4 * k; i < 4 * k + 4; i++) {
-                    float v = x[i] * id;
-                    /* rint: round to nearest even, as the SIMD converts do */
-                    int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)rintf(v);
-                    if (v != v) c = 0; /* NaN input */
-                    q[i] = (int8_t)c;
-                    lane += c;
-                }
-                off8[k] = -offset * lane;
-                sum += lane;
+            for (int i = 0; i < QK32; i++) {
+                float v = x[i] * id;
+                /* rint: round to nearest even, as the SIMD converts do */
+                int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)rintf(v);
+                if (v != v) c = 0; /* NaN input */
+                q[i] = (int8_t)c;
+                sum += c;
             }
-            float *d8 = a->d8 + (t * a->nb + b) * 8;
-            for (int k = 0; k < 8; k++) d8[k] = d;
+            a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)sum;
         }
     }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# compare_llamacpp.sh: typellm's engine side by side with llama.cpp on the
+# same CPU, same model files, same thread count (see bench/README.md).
+#
+#   bench/compare_llamacpp.sh [--threads 2] [--prefill 512] [--decode 128] [--types "Q8_0 F16 Q4_K_M"]
+#
+# Steps: build typellm (build-bench/, the default RelWithDebInfo = -O2); make the Qwen2.5-0.5B-shaped
+# random model with ../shared/tools/mkmodel.py (reused if present); quantize
+# it with `typellm quantize`; install node-llama-cpp@3.22.1 into bench/
+# (git-ignored node_modules); time `typellm bench` and llama.cpp on each file;
+# print a table with the ratios. Scratch files go to bench/out/ (git-ignored).
+# The machine is shared: run it when there is something worth measuring.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --threads) threads=$2; shift 2 ;;
+        --prefill) prefill=$2; shift 2 ;;
+        --decode) decode=$2; shift 2 ;;
+        --types) types=$2; shift 2 ;;
+        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"]" >&2; exit 2 ;;
+    esac
+done
+out=$root/bench/out
+mkdir -p "$out"
+
+echo "== build" >&2
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-bench -j2 --target typellm >/dev/null
+tl=$root/build-bench/typellm
+
+f32=$out/bench-qwen2-0.5b-f32.gguf
+[ -f "$f32" ] || [ ! -f /tmp/bench-qwen2-0.5b-f32.gguf ] || f32=/tmp/bench-qwen2-0.5b-f32.gguf
+if [ ! -f "$f32" ]; then
+    echo "== make the Qwen2.5-0.5B-shaped model" >&2
+    /usr/bin/python3 ../shared/tools/mkmodel.py --vocab ../shared/fixtures/vocab/ggml-vocab-qwen3.gguf \
+        --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ff 4864 --tied \
+        --rope-base 1000000 --seed 21 --out "$f32"
+fi
+for t in $types; do
+    m=$out/qwen2-0.5b-$t.gguf
+    [ -f "$m" ] || { echo "== quantize $t" >&2; "$tl" quantize "$f32" "$m" "$t" --threads "$threads"; }
+done
+
+if [ ! -d bench/node_modules/node-llama-cpp ]; then
+    echo "== npm install node-llama-cpp@3.22.1" >&2
+    (cd bench && npm install --no-save --no-audit --no-fund node-llama-cpp@3.22.1 >/dev/null)
+fi
+
+results=$out/compare-$(date +%Y%m%d-%H%M%S).jsonl
+: >"$results"
+for t in $types; do
+    m=$out/qwen2-0.5b-$t.gguf
+    echo "== typellm bench $t" >&2
+    "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
+        sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
+    echo "== llama.cpp $t" >&2
+    node bench/compare_llamacpp.mjs --threads "$threads" --prefill "$prefill" --decode "$decode" "$m" |
+        sed "s|^{|{\"side\":\"llama.cpp\",\"weights\":\"$t\",|" >>"$results"
+done
+
+# table: pick prefill/decode tok/s from each side (typellm bench's keys may be
+# pp_tok_s/tg_tok_s or prefill_tok_s/decode_tok_s)
+python3 - "$results" "$prefill" "$threads" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+def pick(d, *keys):
+    for k in keys:
+        if k in d and isinstance(d[k], (int, float)): return float(d[k])
+    for k, v in d.items():  # nested {"pp": {"tok_s": ..}} shapes
+        if isinstance(v, dict):
+            r = pick(v, *keys)
+            if r is not None: return r
+    return None
+print(f"\nQwen2.5-0.5B-shaped model, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens\n")
+print("| weights | typellm prefill tok/s | llama.cpp prefill tok/s | ratio | typellm decode tok/s | llama.cpp decode tok/s | ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for t in dict.fromkeys(r["weights"] for r in rows):
+    a = next((r for r in rows if r["weights"] == t and r["side"] == "typellm"), {})
+    b = next((r for r in rows if r["weights"] == t and r["side"] == "llama.cpp"), {})
+    ap, bp = pick(a, "prefill_tok_s", "pp_tok_s"), pick(b, "prefill_tok_s")
+    ad, bd = pick(a, "decode_tok_s", "tg_tok_s"), pick(b, "decode_tok_s")
+    f = lambda x: f"{x:.1f}" if x else "?"
+    ratio = lambda x, y: f"{x / y:.2f}x" if x and y else "?"
+    print(f"| {t} | {f(ap)} | {f(bp)} | {ratio(ap, bp)} | {f(ad)} | {f(bd)} | {ratio(ad, bd)} |")
+print(f"\nraw results: {sys.argv[1]}")
+EOF
