@@ -45,11 +45,11 @@
  * result's `tail` (refused when allow_tail is false). A multi-byte terminator
  * may be spread over several tokens.
  *
- * Remote backends (ops->generate_regex != NULL) get tl_number_regex(): for
- * integers the regex spells the exact range [lo, hi]; for numbers it carries
- * sign, digit counts and decimals only. multipleOf (and a number's range)
- * cannot in general be a regex, so the returned text is validated after and a
- * value outside the spec is a TL_ERR_REMOTE error naming it.
+ * Remote backends (ops->generate_regex != NULL) get tl_number_regex(): it
+ * spells exactly the values in [lo, hi] (every spelling with up to `decimals`
+ * fraction digits). multipleOf cannot in general be a regex, so the returned
+ * text is validated after and a value off the step is a TL_ERR_REMOTE error
+ * naming it.
  * tl_regex_parse() recognises the regexes built here so typellm's own server
  * can enforce a /generate `regex` with the automaton. */
 #ifndef TL_CONSTRAIN_CONSTRAIN_H
@@ -238,9 +238,8 @@ size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, b
 
 /* SGLang-compatible (Python re / outlines syntax) regexes, optionally led by
  * " ?" (allow_leading_space) and ended by TERM, the escaped terminator.
- * Integers: the exact range, e.g. [0, 100] -> ([0-9]|[1-9][0-9]|100)TERM.
- * Numbers: SIGN(0|[1-9][0-9]{0,D-1})(\.[0-9]{1,F})?TERM with SIGN "" (min >= 0),
- * "-" (max < 0) or "-?". */
+ * Numbers: exactly the range, e.g. integer [0, 100] -> ([0-9]|[1-9][0-9]|100)TERM;
+ * number [0, 1] with 1 decimal -> (([0-1])|((0\.[0-9]|1\.0)))TERM. */
 tl_status tl_number_regex(const tl_number_spec *spec, const tl_number_close *close, tl_strbuf *out,
                           tl_error *err);
 /* (v1|v2|...)TERM with each value escaped literally; n >= 1. */

@@ -4,10 +4,13 @@
  * can enforce a received regex with the number automaton instead of a
  * general regex engine.
  *
- * Shapes (N = max_int_digits - 1, F = decimals, TERM = escaped terminator):
- *   integer:            (-(NEG)|POS)TERM, exact: NEG and POS spell the
- *                       magnitudes of [lo, hi] digit by digit (see put_range)
- *   number:             SIGN(0|[1-9][0-9]{0,N})(\.[0-9]{1,F})?TERM   SIGN: "", "-" or "-?"
+ * Shapes (TERM = the escaped terminator):
+ *   numbers:            (-(NEG)|POS)TERM spelling exactly the values in
+ *                       [lo, hi]: POS/NEG list the magnitudes digit by digit,
+ *                       for numbers once per fraction length 0..decimals,
+ *                       e.g. integer [-20, 300]:
+ *                       (-([1-9]|(1[0-9]|20))|[0-9]|[1-9][0-9]|([1-2][0-9]{2}|300))
+ *                       (multipleOf is not expressed: checked after)
  *   any of the above may start with " ?" (an optional leading space)
  *   enum:               (LIT|LIT|...)TERM
  *   free text, JSON:    ([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}){0,M}TERM
@@ -45,11 +48,35 @@ static size_t term_len_of(const char *t, size_t n) { return t ? (n ? n : strlen(
  *   [125, 349] -> 1(2[5-9]|[3-9][0-9])|2[0-9]{2}|3([0-3][0-9]|4[0-9])
  * (written here with the middle digits merged into one class when whole). */
 
-static void put_any(tl_strbuf *o, size_t k) {
-    if (k == 1)
+/* Digit runs below all carry `f`: the number of trailing digits that form the
+ * fraction, so a "\." is written before the digit whose remaining count
+ * (itself included) is f. f = 0: integers, no point. */
+
+static void put_point_if(tl_strbuf *o, size_t remaining, size_t f) {
+    if (f > 0 && remaining == f)
+        tl_strbuf_puts(o, "\\.");
+}
+
+/* k free digits, the last of which is at remaining count 1. */
+static void put_any(tl_strbuf *o, size_t k, size_t f) {
+    size_t before = f > 0 && f <= k ? k - f : k, after = f > 0 && f <= k ? f : 0;
+    if (before == 1)
         tl_strbuf_puts(o, "[0-9]");
-    else if (k > 1)
-        tl_strbuf_printf(o, "[0-9]{%zu}", k);
+    else if (before > 1)
+        tl_strbuf_printf(o, "[0-9]{%zu}", before);
+    if (after) {
+        tl_strbuf_puts(o, "\\.");
+        tl_strbuf_puts(o, after == 1 ? "[0-9]" : "");
+        if (after > 1)
+            tl_strbuf_printf(o, "[0-9]{%zu}", after);
+    }
+}
+
+static void put_digits(tl_strbuf *o, const char *s, size_t L, size_t f) {
+    for (size_t i = 0; i < L; i++) {
+        put_point_if(o, L - i, f);
+        tl_strbuf_putc(o, s[i]);
+    }
 }
 
 static void put_class(tl_strbuf *o, char x, char y) {
@@ -66,20 +93,21 @@ static bool all_digit(const char *s, size_t n, char d) {
     return true;
 }
 
-/* Equal-length digit strings lo <= hi (inner digits may be 0). */
-static void range_same_len(tl_strbuf *o, const char *lo, const char *hi, size_t L) {
+/* Equal-length digit strings lo <= hi (inner digits may be 0); L remaining digits. */
+static void range_same_len(tl_strbuf *o, const char *lo, const char *hi, size_t L, size_t f) {
     if (L == 0)
         return;
     if (memcmp(lo, hi, L) == 0) {
-        tl_strbuf_append(o, lo, L);
+        put_digits(o, lo, L, f);
         return;
     }
+    put_point_if(o, L, f);
     if (lo[0] == hi[0]) {
         tl_strbuf_putc(o, lo[0]);
-        range_same_len(o, lo + 1, hi + 1, L - 1);
+        range_same_len(o, lo + 1, hi + 1, L - 1, f);
         return;
     }
-    char nines[24], zeros[24];
+    char nines[48], zeros[48];
     memset(nines, '9', sizeof nines);
     memset(zeros, '0', sizeof zeros);
     bool lo_zeros = all_digit(lo + 1, L - 1, '0'), hi_nines = all_digit(hi + 1, L - 1, '9');
@@ -90,85 +118,111 @@ static void range_same_len(tl_strbuf *o, const char *lo, const char *hi, size_t 
     bool first = true;
     if (!lo_zeros) {
         tl_strbuf_putc(o, lo[0]);
-        range_same_len(o, lo + 1, nines, L - 1);
+        range_same_len(o, lo + 1, nines, L - 1, f);
         first = false;
     }
     if (start <= end) {
         if (!first)
             tl_strbuf_putc(o, '|');
         put_class(o, start, end);
-        put_any(o, L - 1);
+        put_any(o, L - 1, f);
         first = false;
     }
     if (!hi_nines) {
         if (!first)
             tl_strbuf_putc(o, '|');
         tl_strbuf_putc(o, hi[0]);
-        range_same_len(o, zeros, hi + 1, L - 1);
+        range_same_len(o, zeros, hi + 1, L - 1, f);
     }
     if (alts > 1)
         tl_strbuf_putc(o, ')');
 }
 
-static void put_range(tl_strbuf *o, uint64_t a, uint64_t b) {
-    char as[24], bs[24];
-    int la = snprintf(as, sizeof as, "%llu", (unsigned long long)a);
-    int lb = snprintf(bs, sizeof bs, "%llu", (unsigned long long)b);
-    for (int l = la; l <= lb; l++) {
-        char lo[24], hi[24];
-        if (l == la)
-            memcpy(lo, as, (size_t)l);
-        else
-            lo[0] = '1', memset(lo + 1, '0', (size_t)l - 1);
-        if (l == lb)
-            memcpy(hi, bs, (size_t)l);
-        else
-            memset(hi, '9', (size_t)l);
-        if (l > la)
+/* The integers K in [a, b] (0 <= a <= b) written with f fraction digits
+ * (K / 10^f with a point; at least one digit before the point), one block
+ * per digit count. */
+static void put_range(tl_strbuf *o, i128 a, i128 b, size_t f) {
+    char as[48], bs[48];
+    num_i128_to_str(a, as, sizeof as);
+    num_i128_to_str(b, bs, sizeof bs);
+    size_t la = strlen(as), lb = strlen(bs), minl = f + 1;
+    size_t from = la > minl ? la : minl, to = lb > minl ? lb : minl;
+    for (size_t l = from; l <= to; l++) {
+        char lo[48], hi[48];
+        if (l == from) { /* a, zero-padded to l digits */
+            memset(lo, '0', l - la);
+            memcpy(lo + (l - la), as, la);
+        } else {
+            lo[0] = '1';
+            memset(lo + 1, '0', l - 1);
+        }
+        if (l == to) {
+            memset(hi, '0', l - lb);
+            memcpy(hi + (l - lb), bs, lb);
+        } else {
+            memset(hi, '9', l);
+        }
+        if (l > from)
             tl_strbuf_putc(o, '|');
-        range_same_len(o, lo, hi, (size_t)l);
+        range_same_len(o, lo, hi, l, f);
     }
 }
 
-/* ( -(NEGATIVE MAGNITUDES) | NON-NEGATIVE ) for the integers in [lo, hi]. */
-static void put_int_range(tl_strbuf *o, int64_t lo, int64_t hi) {
+/* Magnitudes [a, b] (units of 10^-d) in every spelling with 0..d fraction
+ * digits: one group per fraction length f whose grid has a point in range. */
+static void put_spellings(tl_strbuf *o, i128 a, i128 b, int d, bool integer) {
+    if (integer) {
+        put_range(o, a, b, 0);
+        return;
+    }
+    bool first = true;
+    for (int f = 0; f <= d; f++) {
+        i128 unit = num_pow10(d - f);
+        i128 k1 = num_floordiv(a + unit - 1, unit), k2 = num_floordiv(b, unit);
+        if (k1 > k2)
+            continue;
+        tl_strbuf_puts(o, first ? "(" : "|(");
+        put_range(o, k1, k2, (size_t)f);
+        tl_strbuf_putc(o, ')');
+        first = false;
+    }
+}
+
+/* ( -(NEGATIVE MAGNITUDES) | NON-NEGATIVE ): exactly the values in [lo, hi]
+ * (a multipleOf is not expressed). A negative zero ("-0.0") is spelt where
+ * the automaton allows it: numbers whose range has negative values. */
+static void put_signed_range(tl_strbuf *o, const tl_number_spec *spec) {
+    bool integer = spec->kind == TL_NUMBER_INTEGER;
     tl_strbuf_putc(o, '(');
-    if (lo < 0) {
-        uint64_t mlo = hi < 0 ? (uint64_t)(-(hi + 1)) + 1 : 1, mhi = (uint64_t)(-(lo + 1)) + 1;
+    i128 mlo, mhi;
+    bool neg = num_magnitude_range(spec, true, &mlo, &mhi);
+    if (neg) {
         tl_strbuf_puts(o, "-(");
-        put_range(o, mlo, mhi);
+        put_spellings(o, mlo, mhi, spec->decimals, integer);
         tl_strbuf_putc(o, ')');
     }
-    if (hi >= 0) {
-        if (lo < 0)
+    if (num_magnitude_range(spec, false, &mlo, &mhi)) {
+        if (neg)
             tl_strbuf_putc(o, '|');
-        put_range(o, lo < 0 ? 0 : (uint64_t)lo, (uint64_t)hi);
+        put_spellings(o, mlo, mhi, spec->decimals, integer);
     }
     tl_strbuf_putc(o, ')');
 }
 
 static bool number_regex(const tl_number_spec *spec, bool lead, const char *term, size_t term_len, tl_strbuf *out) {
-    bool ok = true;
     if (lead)
-        ok = tl_strbuf_puts(out, " ?");
-    if (spec->kind == TL_NUMBER_INTEGER) {
-        put_int_range(out, (int64_t)spec->lo, (int64_t)spec->hi);
-    } else {
-        int N = spec->max_int_digits - 1;
-        const char *sign = spec->lo >= 0 ? "" : spec->hi < 0 ? "-" : "-?";
-        ok = ok && tl_strbuf_printf(out, "%s(0|[1-9][0-9]{0,%d})", sign, N);
-        if (spec->decimals > 0)
-            ok = ok && tl_strbuf_printf(out, "(\\.[0-9]{1,%d})?", spec->decimals);
-    }
+        tl_strbuf_puts(out, " ?");
+    put_signed_range(out, spec);
     if (term_len)
-        ok = ok && put_literal(out, term, term_len);
-    return ok && out->buf;
+        put_literal(out, term, term_len);
+    return out->buf != NULL;
 }
 
 tl_status tl_number_regex(const tl_number_spec *spec, const tl_number_close *close, tl_strbuf *out,
                           tl_error *err) {
     if (!spec || spec->max_int_digits < 1 || spec->max_int_digits > TL_NUMBER_MAX_INT_DIGITS || spec->lo > spec->hi ||
-        (spec->kind == TL_NUMBER_INTEGER && (spec->lo < INT64_MIN || spec->hi > INT64_MAX)))
+        spec->decimals < 0 || spec->decimals > TL_NUMBER_MAX_DECIMALS ||
+        (spec->kind == TL_NUMBER_INTEGER && (spec->lo < INT64_MIN || spec->hi > INT64_MAX || spec->decimals)))
         return tl_error_set(err, TL_ERR_INVALID, "number regex: bad spec");
     const char *term = close ? close->terminator : NULL;
     size_t tl = term_len_of(term, close ? close->terminator_len : 0);
@@ -295,67 +349,46 @@ static bool read_terminator(cursor *c, tl_regex_info *info) {
     return info->terminator != NULL;
 }
 
-static bool parse_number(cursor *c, tl_regex_info *info) {
-    tl_number_spec *sp = &info->number;
-    memset(sp, 0, sizeof *sp);
-    info->leading_space = eat(c, " ?");
-    /* the five shapes: sign 0 none, 1 optional, 2 required */
-    static const struct {
-        const char *head, *close;
-        int sign;
-        bool integer_only;
-    } shapes[] = {
-        {"(0|[1-9][0-9]{0,", "})", 0, false},
-        {"(0|-?[1-9][0-9]{0,", "})", 1, true},
-        {"-[1-9][0-9]{0,", "}", 2, true},
-        {"-?(0|[1-9][0-9]{0,", "})", 1, false},
-        {"-(0|[1-9][0-9]{0,", "})", 2, false},
-    };
-    size_t k, N, F = 0;
-    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        if (eat(c, shapes[k].head))
-            break;
-    if (k == sizeof shapes / sizeof shapes[0])
-        return false;
-    if (!eat_uint(c, &N, TL_NUMBER_MAX_INT_DIGITS - 1) || !eat(c, shapes[k].close))
-        return false;
-    if (!shapes[k].integer_only && eat(c, "(\\.[0-9]{1,")) {
-        if (!eat_uint(c, &F, TL_NUMBER_MAX_DECIMALS) || F == 0 || !eat(c, "})?"))
-            return false;
-    }
-    int sign = shapes[k].sign;
-    /* shape 0 without a fraction reads as an integer; 3 and 4 are always numbers */
-    bool is_int = shapes[k].integer_only || (k == 0 && F == 0);
-    sp->kind = is_int ? TL_NUMBER_INTEGER : TL_NUMBER_DECIMAL;
-    sp->max_int_digits = (int)N + 1;
-    sp->decimals = (int)F;
-    sp->step = 1;
-    i128 cap = num_pow10((int)N + 1 + (int)F) - 1;
-    if (is_int && cap > INT64_MAX)
-        cap = INT64_MAX;
-    /* a required '-' makes the value negative: the regex also matches "-0.0",
-     * which the automaton never writes (it needs a value below zero) */
-    sp->lo = sign == 0 ? 0 : -cap;
-    sp->hi = sign == 2 ? -1 : cap;
-    return read_terminator(c, info);
-}
+/* ---- number ranges, recognised by regeneration ----
+ * The smallest and largest values of each sign's part are read off the regex
+ * (digits, \\., [x-y]{k}, groups); the regex is accepted only when
+ * regenerating it from those bounds gives the same bytes. */
 
-/* ---- integer ranges, recognised by regeneration ----
- * The smallest and largest numbers of the range part are read off the regex
- * (digits, [x-y]{k}, groups); the regex is accepted only when regenerating
- * it from those bounds gives the same bytes. */
-
-#define LANG_MAX 40
+#define LANG_MAX 48
 
 typedef struct lang {
     char mn[LANG_MAX], mx[LANG_MAX];
     size_t lmn, lmx;
+    int fmax; /* most fraction digits in any alternative */
 } lang;
 
+static size_t int_len(const char *s, size_t n) {
+    const char *p = memchr(s, '.', n);
+    return p ? (size_t)(p - s) : n;
+}
+
+/* Compares two spellings by value: integer part by length then digits, then
+ * the fractions digit by digit (missing digits are 0). */
 static int numcmp(const char *a, size_t la, const char *b, size_t lb) {
-    if (la != lb)
-        return la < lb ? -1 : 1;
-    return memcmp(a, b, la);
+    size_t ia = int_len(a, la), ib = int_len(b, lb);
+    if (ia != ib)
+        return ia < ib ? -1 : 1;
+    int c = memcmp(a, b, ia);
+    if (c)
+        return c;
+    const char *fa = ia < la ? a + ia + 1 : "", *fb = ib < lb ? b + ib + 1 : "";
+    size_t na = ia < la ? la - ia - 1 : 0, nb = ib < lb ? lb - ib - 1 : 0;
+    for (size_t i = 0; i < na || i < nb; i++) {
+        char x = i < na ? fa[i] : '0', y = i < nb ? fb[i] : '0';
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+static int frac_digits(const char *s, size_t n) {
+    size_t i = int_len(s, n);
+    return i < n ? (int)(n - i - 1) : 0;
 }
 
 static bool lang_alt(cursor *c, lang *out, int depth);
@@ -370,12 +403,19 @@ static bool lang_append(char *dst, size_t *ld, const char *src, size_t n) {
 
 static bool lang_seq(cursor *c, lang *out, int depth) {
     out->lmn = out->lmx = 0;
+    out->fmax = 0;
     while (c->i < c->n && c->s[c->i] != '|' && c->s[c->i] != ')') {
         char ch = c->s[c->i];
-        if (ch >= '0' && ch <= '9') {
+        if ((ch >= '0' && ch <= '9') || ch == '\\') {
+            if (ch == '\\') {
+                if (!eat(c, "\\."))
+                    return false;
+                ch = '.';
+            } else {
+                c->i++;
+            }
             if (!lang_append(out->mn, &out->lmn, &ch, 1) || !lang_append(out->mx, &out->lmx, &ch, 1))
                 return false;
-            c->i++;
         } else if (ch == '[') {
             if (c->n - c->i < 5 || c->s[c->i + 2] != '-' || c->s[c->i + 4] != ']')
                 return false;
@@ -400,6 +440,8 @@ static bool lang_seq(cursor *c, lang *out, int depth) {
             return false;
         }
     }
+    int f = frac_digits(out->mn, out->lmn);
+    out->fmax = f;
     return out->lmn > 0;
 }
 
@@ -418,24 +460,36 @@ static bool lang_alt(cursor *c, lang *out, int depth) {
             memcpy(out->mx, alt.mx, alt.lmx);
             out->lmx = alt.lmx;
         }
+        if (alt.fmax > out->fmax)
+            out->fmax = alt.fmax;
     }
     return true;
 }
 
-static bool digits_u64(const char *s, size_t n, uint64_t *v) {
-    uint64_t x = 0;
-    if (n == 0 || n > 20)
+/* A spelling as units of 10^-d. */
+static bool spelling_scaled(const char *s, size_t n, int d, i128 *v) {
+    size_t il = int_len(s, n);
+    int f = frac_digits(s, n);
+    if (il == 0 || il > 20 || f > d)
         return false;
-    for (size_t i = 0; i < n; i++) {
-        if (x > (UINT64_MAX - 9) / 10)
-            return false;
-        x = x * 10 + (uint64_t)(s[i] - '0');
-    }
-    *v = x;
+    i128 x = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != '.')
+            x = x * 10 + (s[i] - '0');
+    *v = x * num_pow10(d - f);
     return true;
 }
 
-static bool parse_int_range(cursor *c, tl_regex_info *info) {
+static int digits_of_i128(i128 v) {
+    int n = 1;
+    for (v = v < 0 ? -v : v; v >= 10; v /= 10)
+        n++;
+    return n;
+}
+
+/* A number regex as built by number_regex(): read the range off it, then
+ * accept it only if regenerating from that range gives the same bytes. */
+static bool parse_range(cursor *c, tl_regex_info *info) {
     bool lead = eat(c, " ?");
     if (!eat(c, "("))
         return false;
@@ -449,29 +503,42 @@ static bool parse_int_range(cursor *c, tl_regex_info *info) {
     }
     if (pos && !lang_alt(c, &pl, 0))
         return false;
-    if (!eat(c, ")"))
+    if (!eat(c, ")") || !read_terminator(c, info))
         return false;
-    uint64_t nmin = 0, nmax = 0, pmin = 0, pmax = 0;
-    if (neg && (!digits_u64(nl.mn, nl.lmn, &nmin) || !digits_u64(nl.mx, nl.lmx, &nmax) || nmax > (uint64_t)INT64_MAX + 1))
+    int d = (neg && nl.fmax > pl.fmax) ? nl.fmax : pl.fmax;
+    if (d > TL_NUMBER_MAX_DECIMALS)
         return false;
-    if (pos && (!digits_u64(pl.mn, pl.lmn, &pmin) || !digits_u64(pl.mx, pl.lmx, &pmax) || pmax > (uint64_t)INT64_MAX))
+    i128 nmin = 0, nmax = 0, pmin = 0, pmax = 0;
+    if (neg && (!spelling_scaled(nl.mn, nl.lmn, d, &nmin) || !spelling_scaled(nl.mx, nl.lmx, d, &nmax)))
         return false;
-    int64_t lo = neg ? (nmax == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)nmax) : (int64_t)pmin;
-    int64_t hi = pos ? (int64_t)pmax : -(int64_t)nmin;
-    if (!read_terminator(c, info))
+    if (pos && (!spelling_scaled(pl.mn, pl.lmn, d, &pmin) || !spelling_scaled(pl.mx, pl.lmx, d, &pmax)))
         return false;
-    tl_number_spec spec;
-    if (lo > hi || tl_number_spec_integer(lo, hi, 1, &spec, NULL) != TL_OK)
-        return false;
-    tl_strbuf again = TL_STRBUF_INIT;
-    bool same = number_regex(&spec, lead, info->terminator, info->terminator_len, &again) && again.len == c->n &&
-                memcmp(again.buf, c->s, c->n) == 0;
-    tl_strbuf_free(&again);
-    if (!same)
-        return false;
-    info->number = spec;
-    info->leading_space = lead;
-    return true;
+    i128 lo = neg ? -nmax : pmin, hi = pos ? pmax : -nmin;
+    /* an integer range first; a number with decimals (possibly 0) otherwise */
+    for (int kind = 0; kind < 2; kind++) {
+        tl_number_spec spec = {0};
+        if (kind == 0) {
+            if (d > 0 || lo < INT64_MIN || hi > INT64_MAX ||
+                tl_number_spec_integer((int64_t)lo, (int64_t)hi, 1, &spec, NULL) != TL_OK)
+                continue;
+        } else {
+            i128 alo = lo < 0 ? -lo : lo, ahi = hi < 0 ? -hi : hi;
+            spec = (tl_number_spec){.kind = TL_NUMBER_DECIMAL, .decimals = d, .lo = lo, .hi = hi, .step = 1};
+            spec.max_int_digits = digits_of_i128((alo > ahi ? alo : ahi) / num_pow10(d));
+            if (spec.max_int_digits > TL_NUMBER_MAX_INT_DIGITS || lo > hi)
+                return false;
+        }
+        tl_strbuf again = TL_STRBUF_INIT;
+        bool same = number_regex(&spec, lead, info->terminator, info->terminator_len, &again) &&
+                    again.len == c->n && memcmp(again.buf, c->s, c->n) == 0;
+        tl_strbuf_free(&again);
+        if (same) {
+            info->number = spec;
+            info->leading_space = lead;
+            return true;
+        }
+    }
+    return false;
 }
 
 static bool parse_enum(cursor *c, tl_regex_info *info) {
@@ -551,13 +618,7 @@ tl_status tl_regex_parse(const char *regex, size_t len, tl_regex_info *out, tl_e
     if (!regex)
         return tl_error_set(err, TL_ERR_INVALID, "regex: NULL");
     cursor c = {regex, len, 0};
-    if (parse_int_range(&c, out)) {
-        out->kind = TL_REGEX_NUMBER;
-        return TL_OK;
-    }
-    tl_regex_info_free(out);
-    c.i = 0;
-    if (parse_number(&c, out)) {
+    if (parse_range(&c, out)) {
         out->kind = TL_REGEX_NUMBER;
         return TL_OK;
     }
