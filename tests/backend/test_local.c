@@ -18,7 +18,7 @@ static void test_model(const char *rel) {
         CHECKF(0, "%s: %s", rel, err.msg);
         return;
     }
-    tl_session_params sp = {.n_threads = 2};
+    tl_session_params sp = {.n_threads = 1};
     CHECK(tl_backend_local_new(m, &sp, &b, &err) == TL_OK);
     if (!b) {
         tl_model_free(m);

@@ -39,7 +39,7 @@ static bool open_model(const char *rel, fixture *fx) {
         fprintf(stderr, "cannot load %s: %s\n", rel, err.msg);
         return false;
     }
-    tl_session_params sp = {.n_threads = 2};
+    tl_session_params sp = {.n_threads = 1};
     if (tl_backend_local_new(fx->model, &sp, &fx->b, &err) != TL_OK) {
         fprintf(stderr, "backend: %s\n", err.msg);
         return false;
@@ -113,7 +113,7 @@ static void check_types(const json_t *res, const char *schema_text) {
 static void check_probabilities(fixture *fx, const json_t *res) {
     tl_session *s = NULL;
     tl_error err = {0};
-    tl_session_params sp = {.n_threads = 2};
+    tl_session_params sp = {.n_threads = 1};
     CHECK(tl_session_new(fx->model, &sp, &s, &err) == TL_OK);
     int32_t nv = tl_model_n_vocab(fx->model);
     float *logits = malloc((size_t)nv * sizeof *logits);

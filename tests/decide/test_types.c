@@ -212,7 +212,7 @@ static void run_model(const char *rel, size_t n_schemas, size_t max_values, size
         CHECKF(0, "%s", err.msg);
         return;
     }
-    tl_session_params sp = {.n_threads = 2};
+    tl_session_params sp = {.n_threads = 1};
     CHECK(tl_backend_local_new(m, &sp, &b, &err) == TL_OK);
     for (size_t i = 0; b && i < n_schemas; i++)
         one_case(b, max_values, max_fields, long_ctx_ok);

@@ -1,0 +1,55 @@
+/* fuzz_schema.c: libFuzzer target for the decision schema layer: any bytes
+ * -> JSON -> tl_dschema_parse (every path must end in TL_OK or an error with
+ * a message, never a crash, hang or huge allocation), and for accepted
+ * schemas the plans of every mode and the text rendering of every field. */
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "decide/chat_template.h"
+#include "decide/decide.h"
+#include "decide/labels.h"
+#include "decide/plan.h"
+#include "decide/render.h"
+#include "decide/schema.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    json_error_t je;
+    json_t *j = json_loadb((const char *)data, size, JSON_DECODE_ANY, &je);
+    if (!j)
+        return 0;
+    tl_dschema *s = NULL;
+    tl_error err = {0};
+    if (tl_dschema_parse(j, &s, &err) == TL_OK) {
+        static const tl_dmode modes[] = {TL_DMODE_AUTO, TL_DMODE_SEQUENTIAL, TL_DMODE_BATCH};
+        for (size_t m = 0; m < 3; m++) {
+            tl_dplan p;
+            if (tl_dplan_make(s, modes[m], NULL, &p, &err) == TL_OK) {
+                if (p.n_order != s->n_fields)
+                    __builtin_trap();
+                tl_dplan_free(&p);
+            }
+        }
+        char labels[TL_LABEL_MAX_USABLE][4];
+        for (size_t i = 0; i < TL_LABEL_MAX_USABLE; i++)
+            tl_label_pool_text(i, labels[i]);
+        tl_render styles[2] = {{TL_STYLE_CHAT, tl_chat_framing_of(TL_CHAT_LLAMA3)}, {TL_STYLE_RECORD, NULL}};
+        tl_strbuf sb = TL_STRBUF_INIT;
+        for (int st = 0; st < 2; st++) {
+            tl_render_context_text(&styles[st], s, "ctx", 3, &sb);
+            for (size_t f = 0; f < s->n_fields && f < 64; f++) {
+                size_t body;
+                tl_render_question_text(&styles[st], &s->fields[f], labels, &sb, &body);
+                tl_render_answer_text(&styles[st], &s->fields[f], s->fields[f].n_values - 1, &sb, &body);
+            }
+            tl_strbuf_clear(&sb);
+        }
+        tl_strbuf_free(&sb);
+        tl_dschema_free(s);
+    } else if (!err.msg[0]) {
+        __builtin_trap(); /* every error carries a message */
+    }
+    json_decref(j);
+    return 0;
+}
