@@ -176,6 +176,67 @@ static void test_integer_ranges(void) {
     fprintf(stderr, "integer ranges: %d exact regexes checked\n", ranges);
 }
 
+/* Number regexes are exact too: every spelling of every grid value near the
+ * range, with 0..decimals+1 fraction digits, matches iff the (step-free)
+ * spec accepts it. */
+static void test_decimal_ranges(void) {
+    tl_error err = {0};
+    int checked = 0;
+    for (int r = 0; r < 150; r++) {
+        int d = 1 + (int)(rnd() % 3);
+        int64_t S = d == 1 ? 10 : d == 2 ? 100 : 1000;
+        int64_t lo = (int64_t)(rnd() % 4000) - 2000, hi = lo + (int64_t)(rnd() % (r % 2 ? 40 : 3000));
+        char json[200];
+        snprintf(json, sizeof json, "{\"type\":\"number\",\"minimum\":%.*f,\"maximum\":%.*f,\"x-decimals\":%d}", d,
+                 (double)lo / (double)S, d, (double)hi / (double)S, d);
+        tl_number_spec spec;
+        CHECKF(tl_number_spec_from_json(json, strlen(json), "/x", &spec, &err) == TL_OK, "%s: %s", json, err.msg);
+        tl_number_close close = {.terminator = "\"", .allow_leading_space = r % 3 == 0};
+        tl_strbuf re = TL_STRBUF_INIT;
+        CHECK(tl_number_regex(&spec, &close, &re, &err) == TL_OK);
+        pcre2_code *c = compile(tl_strbuf_cstr(&re), false);
+        tl_regex_info info;
+        CHECKF(tl_regex_parse(re.buf, re.len, &info, &err) == TL_OK && info.number.lo == spec.lo &&
+                   info.number.hi == spec.hi && info.number.decimals == d,
+               "%s: %s not read back", json, tl_strbuf_cstr(&re));
+        tl_regex_info_free(&info);
+        if (!c) {
+            CHECK(0);
+            tl_strbuf_free(&re);
+            continue;
+        }
+        for (int64_t N = lo - 300; N <= hi + 300; N++) {
+            int64_t m = N < 0 ? -N : N;
+            for (int f = 0; f <= d + 1; f++) {
+                /* the spelling of N with f fraction digits, when N is on that grid */
+                int64_t unit = 1;
+                for (int k = f; k < d; k++)
+                    unit *= 10;
+                if (f <= d && m % unit != 0)
+                    continue;
+                char str[64];
+                int n;
+                int64_t ip = m / S, fp = m % S;
+                if (f == 0)
+                    n = snprintf(str, sizeof str, "%s%lld\"", N < 0 ? "-" : "", (long long)ip);
+                else if (f <= d)
+                    n = snprintf(str, sizeof str, "%s%lld.%0*lld\"", N < 0 ? "-" : "", (long long)ip, f & 7,
+                                 (long long)(fp / unit));
+                else
+                    n = snprintf(str, sizeof str, "%s%lld.%0*lld0\"", N < 0 ? "-" : "", (long long)ip, d & 7,
+                                 (long long)fp);
+                bool want = tl_number_spec_accepts(&spec, str, (size_t)n - 1, NULL);
+                checked++;
+                CHECKF(full_match(c, str, (size_t)n) == want, "%s: %s (want %d) on %s", json, str, want,
+                       tl_strbuf_cstr(&re));
+            }
+        }
+        pcre2_code_free(c);
+        tl_strbuf_free(&re);
+    }
+    fprintf(stderr, "decimal ranges: %d spellings checked\n", checked);
+}
+
 static void test_enum_regexes(void) {
     const char *values[] = {"meal", "travel", "a.b|c", "(x)*", "tab\there", "caf\xc3\xa9", "[1-9]{2}", "back\\slash",
                             "0"};
@@ -260,6 +321,7 @@ static void test_foreign_regexes(void) {
 int main(void) {
     test_number_regexes();
     test_integer_ranges();
+    test_decimal_ranges();
     test_enum_regexes();
     test_freetext_regexes();
     test_foreign_regexes();
