@@ -1,9 +1,16 @@
-/* pool.c: the engine's thread pool. Workers are created once and persist;
- * each tl_pool_run hands every thread one contiguous slice of [0, n) chosen
- * only from (n, grain, thread count), so a given call always gives the same
- * thread the same items. A decode step issues hundreds of short runs, so idle
- * workers spin briefly on a generation counter before sleeping on a condition
- * variable, and the caller spins (it has work of its own first) for the rest. */
+/* pool.c: the engine's thread pool. Workers are created once and persist.
+ * Each tl_pool_run splits [0, n) into one contiguous slice per thread, chosen
+ * only from (n, grain, thread count); slice i is always run as fn(.., i), so
+ * per-thread scratch indexed by `thread` and every result are the same
+ * whoever executes it.
+ *
+ * Who executes a slice: worker i claims slice i when it sees the new job; the
+ * caller runs slice 0 and then claims any slice whose worker has not started
+ * it yet (a worker that is asleep or descheduled on a busy machine would
+ * otherwise stall the whole step). A slice is claimed by one compare-and-swap
+ * of its generation stamp, so it runs exactly once. A decode step issues
+ * hundreds of short runs, so idle workers spin briefly before sleeping on a
+ * condition variable; the caller only signals when someone sleeps. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -12,7 +19,7 @@
 
 #include "kernels/kernels.h"
 
-/* Spin iterations before a worker sleeps: a few tens of microseconds, longer
+/* Spin iterations before a worker sleeps: a few hundred microseconds, longer
  * than the gap between back-to-back matmuls of one forward pass. */
 #define POOL_SPIN 20000
 
@@ -22,9 +29,12 @@ struct tl_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     atomic_uint generation;    /* bumped once per run; workers wait for a change */
-    atomic_int pending;        /* workers that have not finished the current run */
+    atomic_uint *claimed;      /* [n_threads] generation for which slice i was claimed */
+    atomic_int remaining;      /* slices 1.. not finished in the current run */
+    atomic_int sleepers;       /* workers blocked on `wake` */
     atomic_int stop;
-    /* the current job (written before generation is bumped) */
+    /* the current job (written before generation is bumped; stable until every
+     * slice of it has finished, which the caller waits for) */
     tl_pool_fn fn;
     void *arg;
     int64_t n, grain;
@@ -41,8 +51,8 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Thread `thread` of T handles chunks [nc*thread/T, nc*(thread+1)/T) of grain
- * items each (the last chunk may be short). */
+/* Slice `thread` of T: chunks [nc*thread/T, nc*(thread+1)/T) of grain items
+ * (the last chunk may be short). */
 static void run_slice(tl_pool *p, int thread) {
     int64_t grain = p->grain;
     int64_t nc = (p->n + grain - 1) / grain;
@@ -51,6 +61,18 @@ static void run_slice(tl_pool *p, int thread) {
     int64_t begin = c0 * grain, end = c1 * grain;
     if (end > p->n) end = p->n;
     if (begin < end) p->fn(p->arg, begin, end, thread);
+}
+
+/* Claims slice i for run g; true if this caller won it. Stamps only move
+ * forward (compared as serial numbers, so wrap-around is harmless): every
+ * slice of a finished run carries a stamp >= that run's, so a worker that
+ * woke up late, still holding an old g, can never claim anything. */
+static int claim(tl_pool *p, int i, unsigned g) {
+    unsigned old = atomic_load(&p->claimed[i]);
+    while ((int)(g - old) > 0) {
+        if (atomic_compare_exchange_weak(&p->claimed[i], &old, g)) return 1;
+    }
+    return 0;
 }
 
 static void *worker_main(void *v) {
@@ -62,21 +84,28 @@ static void *worker_main(void *v) {
         unsigned g;
         int spins = 0;
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
+            if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
             if (++spins < POOL_SPIN) {
                 cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
             while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop)) {
                 pthread_cond_wait(&p->wake, &p->mu);
             }
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
             break;
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = g;
-        run_slice(p, wa.thread);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        /* The job fields are those of run g only while run g is unfinished; a
+         * successful claim keeps it unfinished until this slice is done. */
+        if (claim(p, wa.thread, g)) {
+            run_slice(p, wa.thread);
+            atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_release);
+        }
     }
 }
 
@@ -88,35 +117,39 @@ tl_pool *tl_pool_new(int n_threads) {
     if (n_threads > 256) n_threads = 256;
     tl_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->claimed = calloc((size_t)n_threads, sizeof *p->claimed);
+    if (!p->claimed) {
+        free(p);
+        return NULL;
+    }
     p->n_threads = n_threads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->remaining, 0);
+    atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, 0);
+    for (int i = 0; i < n_threads; i++) atomic_init(&p->claimed[i], 0);
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
-        if (!p->workers) goto fail;
+        if (!p->workers) {
+            p->n_threads = 1; /* run on the caller alone */
+            return p;
+        }
         for (int i = 1; i < n_threads; i++) {
             worker_arg *wa = malloc(sizeof *wa);
-            if (!wa) goto fail_threads;
-            wa->pool = p;
-            wa->thread = i;
-            if (pthread_create(&p->workers[i - 1], NULL, worker_main, wa) != 0) {
+            if (wa) {
+                wa->pool = p;
+                wa->thread = i;
+            }
+            if (!wa || pthread_create(&p->workers[i - 1], NULL, worker_main, wa) != 0) {
                 free(wa);
-            fail_threads:
-                /* run with the threads we got: shrink the pool */
-                p->n_threads = i;
+                p->n_threads = i; /* run with the threads we got */
                 break;
             }
         }
     }
     return p;
-fail:
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
-    free(p);
-    return NULL;
 }
 
 void tl_pool_free(tl_pool *p) {
@@ -130,6 +163,7 @@ void tl_pool_free(tl_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     free(p->workers);
+    free(p->claimed);
     free(p);
 }
 
@@ -146,15 +180,24 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
     p->arg = arg;
     p->n = n;
     p->grain = grain;
-    atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->remaining, p->n_threads - 1);
+    unsigned g = atomic_fetch_add(&p->generation, 1) + 1; /* publishes the job */
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     run_slice(p, 0);
+    /* take over the slices no worker has started */
+    for (int i = 1; i < p->n_threads; i++) {
+        if (claim(p, i, g)) {
+            run_slice(p, i);
+            atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_release);
+        }
+    }
     int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
-        /* on an oversubscribed machine a worker may be descheduled: yield */
+    while (atomic_load_explicit(&p->remaining, memory_order_acquire) != 0) {
+        /* a worker is running a slice; on an oversubscribed machine it may be descheduled */
         if (++spins < POOL_SPIN) cpu_relax();
         else sched_yield();
     }
