@@ -113,6 +113,18 @@ def write(path, arch='llama', drop=None, reshape=None, kv_override=None):
         w.tensor(name, a)
     w.write(path)
 write(out + '/arch.gguf', arch='gpt2')
+# RoPE variants that must agree: rope_freqs factors of 2 == linear scaling by 2
+w = G.Writer()
+for k, (t, v, et) in src.kv.items():
+    w.add(k, t, v, et)
+w.add('llama.rope.scaling.type', G.T_STR, 'linear')
+w.add('llama.rope.scaling.factor', G.T_F32, 2.0)
+for i, (name, dims, t, off) in enumerate(src.tensors):
+    w.tensor(name, src.array(i))
+w.write(out + '/linear.gguf')
+w.tensors.append(('rope_freqs.weight', np.full(4, 2.0, dtype=np.float32)))
+w.kv = [kv for kv in w.kv if not kv[0].startswith('llama.rope.scaling')]
+w.write(out + '/freqs.gguf')
 write(out + '/missing.gguf', drop='blk.1.ffn_up.weight')
 write(out + '/shape.gguf', reshape='blk.0.attn_k.weight')
 write(out + '/heads.gguf', kv_override={'llama.attention.head_count_kv': 5})
@@ -126,6 +138,12 @@ struct.pack_into('<I', b, i + 4 + 8 * nd, 26)
 open(out + '/type.gguf', 'wb').write(b)
 EOF
 M=$FX/models/stories260k-f32.gguf
+for v in linear freqs; do
+  "$BIN" logits --model "$TMP/$v.gguf" --ids "1 403 407 261 378 432 383 286" --last 3 >"$TMP/$v.json" || bad "logits $v"
+done
+"$BIN" logits --model "$M" --ids "1 403 407 261 378 432 383 286" --last 3 >"$TMP/plain.json" || bad "logits plain"
+cmp -s "$TMP/linear.json" "$TMP/freqs.json" || bad "rope_freqs 2.0 and linear scaling 2 disagree"
+! cmp -s "$TMP/linear.json" "$TMP/plain.json" || bad "linear rope scaling changed nothing"
 expect_error "architecture 'gpt2' is not supported" "$BIN" logits --model "$TMP/arch.gguf" --ids "1 2"
 expect_error "missing tensor 'blk.1.ffn_up.weight'" "$BIN" logits --model "$TMP/missing.gguf" --ids "1 2"
 expect_error "tensor 'blk.0.attn_k.weight' has shape" "$BIN" logits --model "$TMP/shape.gguf" --ids "1 2"
