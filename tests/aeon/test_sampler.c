@@ -228,6 +228,69 @@ static void test_attempts(fixture *f, const char *name, double temperature, int 
     free(ids);
 }
 
+/* A fixed output bias on EOS, like the seed's fixture GRU with fixed output
+ * biases: the real forward pass runs, then EOS is raised to the top score.
+ * The sampler must still refuse EOS until the text is a complete term. */
+static const tl_backend_ops *inner_ops;
+static tl_status eos_biased_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
+                                   tl_error *err) {
+    tl_status st = inner_ops->next_logits(b, ids, n, logits, usage, err);
+    if (st)
+        return st;
+    float mx = logits[0];
+    for (int32_t i = 1; i < b->n_vocab; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    logits[tl_vocab_eos(b->vocab)] = mx + 1.0f;
+    return TL_OK;
+}
+
+static void test_eos_attempts(fixture *f) {
+    tl_backend_ops ops = *f->be->ops;
+    inner_ops = f->be->ops;
+    ops.next_logits = eos_biased_logits;
+    tl_backend biased = *f->be; /* same engine session and vocabulary, biased scores */
+    biased.ops = &ops;
+    /* the context names words a story model likes, so some attempts can end */
+    fixture g = *f;
+    tl_error err0;
+    const char *story = "def story (she:Int) (he:Int) (they:Int) : Int := ?hole;";
+    CHECK(ae_program_load(story, strlen(story), &g.prog, &err0) == TL_OK && ae_scope_new(g.prog, &g.scope, &err0) == TL_OK &&
+          ae_engine_new(g.scope, NULL, &g.eng, &err0) == TL_OK);
+    f = &g;
+    size_t n;
+    int32_t *ids = tokenize(f, "Once upon a time, there was a little girl. One day,", &n);
+    int complete = 0;
+    for (int k = 0; ids && k < 4; k++) {
+        ae_sampler_config cfg = {.temperature = k == 0 ? 0 : 1.0, .seed = (uint64_t)k, .max_tokens = 16,
+                                 .max_probes = 4096, .top_k = 8};
+        ae_attempt at;
+        tl_error err;
+        CHECK(ae_sample_attempt(&biased, f->eng, ids, n, &cfg, &at, &err) == TL_OK);
+        if (at.end == AE_END_COMPLETE) {
+            complete++;
+            ae_validation v;
+            CHECK(ae_validate(f->prog, at.text, at.text_len, &v, &err) == TL_OK && v.typed);
+            CHECK(at.tokens[at.n_tokens - 1] == tl_vocab_eos(f->be->vocab));
+            if (cfg.temperature == 0) {
+                /* EOS ranked first at every step but was excluded until the text was complete */
+                for (int i = 0; i < at.n_tokens; i++)
+                    CHECK(at.first_ranked[i] == tl_vocab_eos(f->be->vocab));
+                CHECK(at.counts.excluded >= at.n_tokens - 1);
+            }
+            CHECK(at.counts.rejected + at.counts.excluded >= 1);
+        }
+        fprintf(stderr, "EOS-biased T=%.0f seed %d: %s '%s' tokens %d probes %lld rejected %lld excluded %lld\n",
+                cfg.temperature, k, ae_attempt_end_name(at.end), at.text ? at.text : "", at.n_tokens,
+                (long long)at.counts.probes, (long long)at.counts.rejected, (long long)at.counts.excluded);
+        ae_attempt_free(&at);
+    }
+    CHECK(complete >= 1);
+    free(ids);
+    ae_engine_free(g.eng);
+    ae_scope_free(g.scope);
+    ae_program_free(g.prog);
+}
+
 /* Wilson-Hilferty upper quantile of chi-square(df) at z standard deviations. */
 static double chi2_quantile(int df, double z) {
     double k = df;
@@ -327,6 +390,7 @@ int main(void) {
     if (fixture_open(&f, "models/stories260k-f32.gguf", clamp)) {
         test_invalid_top(&f);
         test_attempts(&f, "stories260k", 0, 12);
+        test_eos_attempts(&f);
         test_attempts(&f, "stories260k", 1.0, 12);
         test_distribution(&f);
         fixture_close(&f);
