@@ -87,6 +87,7 @@ static bool try_pair(const tl_vocab *v, const bpe_symbol *sym, int left, int rig
 
 typedef struct bpe_scratch {
     char *word;        /* encoded word bytes */
+    unsigned char *raw; /* the word's original bytes, one per initial symbol */
     size_t word_cap;
     bpe_symbol *sym;
     size_t sym_cap;
@@ -94,20 +95,18 @@ typedef struct bpe_scratch {
 } bpe_scratch;
 
 /* Merges one encoded word and appends its tokens. */
-static bool bpe_word(const tl_vocab *v, bpe_scratch *sc, size_t wlen, tl_idvec *out) {
+static bool bpe_word(const tl_vocab *v, bpe_scratch *sc, size_t wlen, size_t n_raw, tl_idvec *out) {
     const char *w = sc->word;
     if (v->ignore_merges) { /* Llama 3: a word that is a token is kept whole */
         int64_t id = tl_strtab_find(&v->strs, w, wlen);
         if (id >= 0 && id < v->n_tokens)
             return tl_idvec_push(out, (int32_t)id);
     }
+    /* one symbol per original byte: its alphabet character is 1 or 2 bytes long */
     int n_sym = 0;
-    for (size_t off = 0; off < wlen;) {
-        size_t l = tl_utf8_len((unsigned char)w[off]);
-        if (l > wlen - off)
-            l = wlen - off;
-        sc->sym[n_sym] = (bpe_symbol){n_sym - 1, off + l == wlen ? -1 : n_sym + 1, off, l,
-                                      tl_strtab_find(&v->strs, w + off, l)};
+    for (size_t k = 0, off = 0; k < n_raw; k++) {
+        size_t l = (unsigned char)w[off] < 0x80 ? 1 : 2;
+        sc->sym[n_sym] = (bpe_symbol){n_sym - 1, k + 1 == n_raw ? -1 : n_sym + 1, off, l, v->byte_iid[sc->raw[k]]};
         n_sym++;
         off += l;
     }
@@ -148,6 +147,54 @@ static bool bpe_word(const tl_vocab *v, bpe_scratch *sc, size_t wlen, tl_idvec *
     return true;
 }
 
+/* Words repeat in real text. Within one call, a word seen before reuses the ids
+ * its first occurrence produced (BPE of a word depends on the word alone). */
+#define CACHE_MAX_WORD 32 /* bytes; longer words rarely repeat */
+typedef struct word_entry {
+    size_t raw_off, raw_len; /* the word's bytes in pool */
+    size_t ids_off, ids_len; /* its ids in the output */
+} word_entry;
+
+typedef struct word_cache {
+    uint32_t *slots;         /* entry index + 1, 0 = empty */
+    uint64_t mask;
+    word_entry *entries;
+    size_t n;
+    unsigned char *pool;     /* n_words * CACHE_MAX_WORD bytes at most */
+    size_t pool_len;
+} word_cache;
+
+static bool cache_init(word_cache *c, size_t n_words) {
+    uint64_t n_slots = 16;
+    while (n_slots < 2 * (uint64_t)n_words)
+        n_slots *= 2;
+    c->slots = calloc(n_slots, sizeof *c->slots);
+    c->mask = n_slots - 1;
+    c->entries = malloc(n_words * sizeof *c->entries);
+    c->pool = malloc(n_words * CACHE_MAX_WORD);
+    c->n = c->pool_len = 0;
+    return c->slots && c->entries && c->pool;
+}
+
+static void cache_free(word_cache *c) {
+    free(c->slots);
+    free(c->entries);
+    free(c->pool);
+}
+
+/* The slot where raw is or would go. */
+static uint64_t cache_slot(const word_cache *c, const unsigned char *raw, size_t n) {
+    uint64_t i = tl_tok_hash(raw, n) & c->mask;
+    for (;; i = (i + 1) & c->mask) {
+        uint32_t e = c->slots[i];
+        if (!e)
+            return i;
+        const word_entry *we = &c->entries[e - 1];
+        if (we->raw_len == n && memcmp(c->pool + we->raw_off, raw, n) == 0)
+            return i;
+    }
+}
+
 tl_status tl_bpe_tokenize(const tl_vocab *v, const char *text, size_t len, tl_idvec *out, tl_error *err) {
     if (len == 0)
         return TL_OK;
@@ -156,6 +203,7 @@ tl_status tl_bpe_tokenize(const tl_vocab *v, const char *text, size_t len, tl_id
     uint32_t *cpts = malloc(len * sizeof *cpts);
     size_t *word_lens = NULL, n_words = 0;
     bpe_scratch sc = {0};
+    word_cache cache = {0};
     tl_status st = TL_OK;
     if (!cpts)
         goto oom;
@@ -163,6 +211,8 @@ tl_status tl_bpe_tokenize(const tl_vocab *v, const char *text, size_t len, tl_id
     st = tl_pretok_split(v->pretok, cpts, n, &word_lens, &n_words, err);
     if (st != TL_OK)
         goto done;
+    if (!cache_init(&cache, n_words + 1))
+        goto oom;
     size_t at = 0;
     for (size_t wi = 0; wi < n_words; wi++) {
         size_t wn = word_lens[wi];
@@ -170,24 +220,47 @@ tl_status tl_bpe_tokenize(const tl_vocab *v, const char *text, size_t len, tl_id
         if (wn * 8 > sc.word_cap) {
             sc.word_cap = wn * 8 * 2;
             char *nw = realloc(sc.word, sc.word_cap);
+            unsigned char *nr = realloc(sc.raw, sc.word_cap);
             bpe_symbol *ns = realloc(sc.sym, sc.word_cap * sizeof *ns);
             if (nw)
                 sc.word = nw;
+            if (nr)
+                sc.raw = nr;
             if (ns)
                 sc.sym = ns;
-            if (!nw || !ns)
+            if (!nw || !nr || !ns)
                 goto oom;
         }
-        size_t wlen = 0;
+        size_t wlen = 0, n_raw = 0;
         for (size_t k = 0; k < wn; k++) {
             char utf[4];
             size_t ul = tl_utf8_encode(cpts[at + k], utf);
-            for (size_t b = 0; b < ul; b++)
+            for (size_t b = 0; b < ul; b++) {
+                sc.raw[n_raw++] = (unsigned char)utf[b];
                 wlen += tl_utf8_encode(tl_gpt2_byte_to_cpt((unsigned char)utf[b]), sc.word + wlen);
+            }
         }
         at += wn;
-        if (!bpe_word(v, &sc, wlen, out))
+        uint64_t slot = 0;
+        if (n_raw <= CACHE_MAX_WORD) {
+            slot = cache_slot(&cache, sc.raw, n_raw);
+            if (cache.slots[slot]) {
+                const word_entry *we = &cache.entries[cache.slots[slot] - 1];
+                for (size_t k = 0; k < we->ids_len; k++)
+                    if (!tl_idvec_push(out, out->v[we->ids_off + k]))
+                        goto oom;
+                continue;
+            }
+        }
+        size_t ids_before = out->n;
+        if (!bpe_word(v, &sc, wlen, n_raw, out))
             goto oom;
+        if (n_raw <= CACHE_MAX_WORD) {
+            memcpy(cache.pool + cache.pool_len, sc.raw, n_raw);
+            cache.entries[cache.n] = (word_entry){cache.pool_len, n_raw, ids_before, out->n - ids_before};
+            cache.pool_len += n_raw;
+            cache.slots[slot] = (uint32_t)++cache.n;
+        }
     }
     goto done;
 oom:
@@ -196,7 +269,9 @@ done:
     free(cpts);
     free(word_lens);
     free(sc.word);
+    free(sc.raw);
     free(sc.sym);
     free(sc.heap.v);
+    cache_free(&cache);
     return st;
 }

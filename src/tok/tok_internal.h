@@ -121,6 +121,7 @@ struct tl_vocab {
     char *chat_template;
 
     /* BPE */
+    int64_t byte_iid[256];       /* interned id of each byte's alphabet character, -1 if none */
     tl_bpe_merge *merges;        /* open addressing on key, size merge_mask + 1 */
     uint64_t merge_mask;
     tl_pretok *pretok;

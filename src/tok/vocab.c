@@ -470,6 +470,11 @@ tl_status tl_vocab_load(const tl_gguf *g, tl_vocab **out, tl_error *err) {
     if (v->kind == TL_VOCAB_BPE) {
         if ((st = load_merges(v, g, err)) != TL_OK || (st = tl_pretok_create(v->pre, &v->pretok, err)) != TL_OK)
             goto fail;
+        for (int b = 0; b < 256; b++) {
+            char utf[4];
+            size_t ul = tl_utf8_encode(tl_gpt2_byte_to_cpt((unsigned char)b), utf);
+            v->byte_iid[b] = tl_strtab_find(&v->strs, utf, ul);
+        }
     }
     *out = v;
     return TL_OK;
