@@ -302,8 +302,12 @@ int main(void) {
             CHECK(0);
             continue;
         }
+        int live0 = n_live, dead0 = n_dead;
         random_walks(&c, contexts[i].walks, contexts[i].depth);
         accepted_strings(&c, 3000);
+        fprintf(stderr, "%s: %d LIVE prefixes checked, %d DEAD prefixes brute-forced\n", contexts[i].name,
+                n_live - live0, n_dead - dead0);
+        CHECK(n_live - live0 >= 100 && n_dead - dead0 >= 100);
         ctx_close(&c);
     }
     /* every example file, with an alphabet of its context names and common tokens */
@@ -329,7 +333,11 @@ int main(void) {
             c.alphabet[c.n_alpha++] = common[k];
         for (int k = 0; k < c.prog->n_context && c.n_alpha < 38; k++)
             c.alphabet[c.n_alpha++] = c.prog->context[k].name;
-        random_walks(&c, 40, 1);
+        int live0 = n_live, dead0 = n_dead;
+        random_walks(&c, 60, 1);
+        fprintf(stderr, "%s: %d LIVE prefixes checked, %d DEAD prefixes brute-forced\n", files[i], n_live - live0,
+                n_dead - dead0);
+        CHECK(n_live - live0 + n_dead - dead0 >= 100);
         ctx_close(&c);
     }
     fprintf(stderr, "LIVE checked %d, DEAD checked %d, reject pairs %d, brute-force candidates %d\n", n_live, n_dead,
