@@ -12,7 +12,8 @@
 
 static void fail(parse_failure *f, const char *field, const char *type, const char *msg) {
     f->status = 422;
-    f->body = json_pack("{s:[{s:[s,s],s:s,s:s}]}", "detail", "loc", "body", field, "msg", msg, "type", type);
+    f->body = json_pack("{s:[{s:[s,s],s:o,s:s}]}", "detail", "loc", "body", field, "msg",
+                        json_string_lossy(msg, strlen(msg)), "type", type);
 }
 
 void decide_request_free(decide_request *r) {

@@ -37,7 +37,7 @@ void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) {
     va_start(ap, fmt);
     vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    reply_json(r, status, json_pack("{s:{s:s,s:i}}", "error", "message", msg, "code", status));
+    reply_json(r, status, json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(msg, strlen(msg)), "code", status));
 }
 
 void reply_detail_error(tl_http_reply *r, int status, json_t *loc, const char *type, const char *fmt, ...) {
@@ -46,8 +46,8 @@ void reply_detail_error(tl_http_reply *r, int status, json_t *loc, const char *t
     va_start(ap, fmt);
     vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    reply_json(r, status, json_pack("{s:[{s:o,s:s,s:s}]}", "detail", "loc", loc ? loc : json_array(), "msg", msg,
-                                    "type", type));
+    reply_json(r, status, json_pack("{s:[{s:o,s:o,s:s}]}", "detail", "loc", loc ? loc : json_array(), "msg",
+                                    json_string_lossy(msg, strlen(msg)), "type", type));
 }
 
 void reply_typed_error(tl_http_reply *r, int status, const char *error_type, const char *fmt, ...) {
@@ -56,7 +56,8 @@ void reply_typed_error(tl_http_reply *r, int status, const char *error_type, con
     va_start(ap, fmt);
     vformat(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    reply_json(r, status, json_pack("{s:{s:s,s:s}}", "detail", "error_type", error_type, "message", msg));
+    reply_json(r, status, json_pack("{s:{s:s,s:o}}", "detail", "error_type", error_type, "message",
+                                    json_string_lossy(msg, strlen(msg))));
 }
 
 int http_status_for(tl_status st) {
@@ -82,10 +83,12 @@ json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_
     char msg[400];
     snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
     fail->status = 400;
+    /* jansson's message may quote the offending bytes, which need not be UTF-8. */
+    json_t *m = json_string_lossy(msg, strlen(msg));
     if (fastapi_style)
-        fail->body = json_pack("{s:[{s:[s,i],s:s,s:s}]}", "detail", "loc", "body", je.position, "msg", msg,
-                               "type", "json_invalid");
+        fail->body = json_pack("{s:[{s:[s,i],s:o,s:s}]}", "detail", "loc", "body", je.position, "msg", m, "type",
+                               "json_invalid");
     else
-        fail->body = json_pack("{s:{s:s,s:i}}", "error", "message", msg, "code", 400);
+        fail->body = json_pack("{s:{s:o,s:i}}", "error", "message", m, "code", 400);
     return NULL;
 }

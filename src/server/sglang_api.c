@@ -72,7 +72,7 @@ static void fail_sglang(parse_failure *f, int status, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     f->status = status;
-    f->body = json_pack("{s:{s:s,s:i}}", "error", "message", msg, "code", status);
+    f->body = json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(msg, strlen(msg)), "code", status);
 }
 
 /* Reads a list of token ids into *ids; false (with message) on a bad element. */
@@ -1074,7 +1074,7 @@ static void *stream_main(void *arg) {
     if (st != TL_OK && st != TL_ERR_CANCELLED) {
         /* As SGLang: an error inside a stream is an event, then the end. */
         int code = generate_error_status(st, hs);
-        sse_event(&sink, json_pack("{s:{s:s,s:i}}", "error", "message", err.msg, "code", code));
+        sse_event(&sink, json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(err.msg, strlen(err.msg)), "code", code));
         sink.write(sink.ctx, "data: [DONE]\n\n", 14);
     }
     close(j->fd);
@@ -1261,15 +1261,16 @@ void handle_model_info(tl_server *s, const tl_http_request *req, tl_http_reply *
     (void)req;
     const char *path = s->p.model_path ? s->p.model_path : tl_model_name(s->model);
     json_t *info =
-               json_pack("{s:s,s:s,s:b,s:n,s:s,s:b,s:b,s:s,s:[s],s:i,s:i,s:s}", "model_path", path, "tokenizer_path",
-                         path, "is_generation", 1, "preferred_sampling_params", "weight_version", "default",
+               json_pack("{s:o,s:o,s:b,s:n,s:s,s:b,s:b,s:s,s:[s],s:i,s:i,s:o}", "model_path",
+                         json_string_lossy(path, strlen(path)), "tokenizer_path", json_string_lossy(path, strlen(path)), "is_generation", 1, "preferred_sampling_params", "weight_version", "default",
                          "has_image_understanding", 0, "has_audio_understanding", 0, "model_type",
                          tl_model_arch(s->model), "architectures", tl_model_arch(s->model), "max_total_num_tokens",
-                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name", tl_model_name(s->model));
+                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name",
+                         json_string_lossy(tl_model_name(s->model), strlen(tl_model_name(s->model))));
     /* Not in SGLang's reply: lets typellm's SGLang backend render chat prompts
      * exactly as the local engine does. */
     const char *tmpl = tl_vocab_chat_template(s->vocab);
-    json_object_set_new(info, "chat_template", tmpl ? json_string(tmpl) : json_null());
+    json_object_set_new(info, "chat_template", tmpl ? json_string_lossy(tmpl, strlen(tmpl)) : json_null());
     reply_json(r, 200, info);
 }
 

@@ -26,7 +26,8 @@ static json_t *loc_q(const char *id, const char *field) {
 
 static void fail_detail(parse_failure *f, int status, json_t *loc, const char *type, const char *msg) {
     f->status = status;
-    f->body = json_pack("{s:[{s:o,s:s,s:s}]}", "detail", "loc", loc ? loc : json_array(), "msg", msg, "type", type);
+    f->body = json_pack("{s:[{s:o,s:o,s:s}]}", "detail", "loc", loc ? loc : json_array(), "msg",
+                        json_string_lossy(msg, strlen(msg)), "type", type);
 }
 
 /* A string, or an object/array compacted to JSON text (key order kept). */
@@ -433,8 +434,9 @@ void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     char desc[300];
     snprintf(desc, sizeof desc, "%s (%s, %s) served by typellm %s", tl_model_name(s->model), tl_model_arch(s->model),
              tl_model_type_name(s->model), TL_VERSION);
-    reply_json(r, 200, json_pack("{s:[{s:s,s:s,s:s}]}", "models", "name", tl_model_name(s->model), "description",
-                                 desc, "release_date", "2026-01-01"));
+    const char *name = tl_model_name(s->model);
+    reply_json(r, 200, json_pack("{s:[{s:o,s:o,s:s}]}", "models", "name", json_string_lossy(name, strlen(name)),
+                                 "description", json_string_lossy(desc, strlen(desc)), "release_date", "2026-01-01"));
 }
 
 void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -498,7 +500,8 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     }
     json_t *u = json_object_get(result, "usage");
     json_int_t in_tok = json_integer_value(json_object_get(u, "prompt_tokens"));
-    json_t *reply = json_pack("{s:s,s:o,s:{s:I,s:I}}", "model", tl_model_name(s->model), "answers", answers, "usage",
+    const char *name = tl_model_name(s->model);
+    json_t *reply = json_pack("{s:o,s:o,s:{s:I,s:I}}", "model", json_string_lossy(name, strlen(name)), "answers", answers, "usage",
                               "input_tokens", (json_int_t)in_tok, "output_tokens", (json_int_t)sr.n_questions);
     reply_json(r, 200, reply);
     json_decref(result);

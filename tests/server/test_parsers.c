@@ -221,6 +221,14 @@ static void test_decide_parse(void) {
     }
     CHECK(!decide_request_parse("{x", 2, &d, &f) && f.status == 400);
     json_decref(f.body);
+    /* Invalid UTF-8 inside a string: jansson's message quotes the bytes; the
+     * 400 body must still be valid JSON (fuzzer finding). */
+    const char *bad_utf8 = "{\"context\":\"T\",\"schema\":{\"a\":[\"\\\xca\x8b\"]}}";
+    CHECK(!decide_request_parse(bad_utf8, strlen(bad_utf8), &d, &f) && f.status == 400 && f.body != NULL);
+    json_decref(f.body);
+    gen_request g;
+    CHECK(!gen_request_parse(bad_utf8, strlen(bad_utf8), 100, 10, &g, &f) && f.status == 400 && f.body != NULL);
+    json_decref(f.body);
 }
 
 static void test_regex_constraint(void) {
