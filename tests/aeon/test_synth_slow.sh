@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_synth_slow.sh: `typellm synth` on every example with the trained
-# stories260k model and a random fixture model must end with a validated,
+# stories260k model and two random fixture models (SPM llama, BPE qwen2) must end with a validated,
 # well-typed program (exit 0) or an explicit exhaustion report (exit 1),
-# never an ill-typed program and never past the budget. (Slow: 22 runs with
+# never an ill-typed program and never past the budget. (Slow: 33 runs with
 # real forward passes; skipped under the sanitizers.)
 set -euo pipefail
 bin=${TL_BIN:?}
@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 budget=15
-for model in stories260k-f32.gguf llama-spm-d64-f32.gguf; do
+for model in stories260k-f32.gguf llama-spm-d64-f32.gguf qwen2-d64-q8_0.gguf; do
   for ae in "$src"/examples/synthesis/type_constrained/*.ae; do
     name=$(basename "$ae" .ae)
     start=$(date +%s.%N)
