@@ -55,7 +55,28 @@ static void expect_split(const char *pre, const char *text, const char *want) {
     CHECKF(ok && !strcmp(got, want), "%s: \"%s\" split as \"%s\", want \"%s\"", pre, text, got, want);
 }
 
+/* Codepoint classes (the ASCII ones come from a precomputed table). */
+static void test_flags(void) {
+    CHECK(tl_cpt_flags('a') == TL_CPT_LETTER && tl_cpt_flags('Z') == TL_CPT_LETTER);
+    CHECK(tl_cpt_flags('0') == TL_CPT_NUMBER && tl_cpt_flags('9') == TL_CPT_NUMBER);
+    CHECK(tl_cpt_flags(' ') == (TL_CPT_WHITESPACE | TL_CPT_SEPARATOR));
+    CHECK(tl_cpt_flags('\t') == (TL_CPT_WHITESPACE | TL_CPT_CONTROL) && tl_cpt_flags('\r') == tl_cpt_flags('\v'));
+    CHECK(tl_cpt_flags(0x1C) == TL_CPT_CONTROL && tl_cpt_flags(0) == TL_CPT_CONTROL && tl_cpt_flags(0x7F) == TL_CPT_CONTROL);
+    CHECK(tl_cpt_flags('$') == TL_CPT_SYMBOL && tl_cpt_flags('~') == TL_CPT_SYMBOL && tl_cpt_flags('`') == TL_CPT_SYMBOL);
+    CHECK(tl_cpt_flags('!') == TL_CPT_PUNCT && tl_cpt_flags('_') == TL_CPT_PUNCT && tl_cpt_flags('}') == TL_CPT_PUNCT);
+    CHECK(tl_cpt_flags(0xA0) == (TL_CPT_WHITESPACE | TL_CPT_SEPARATOR));
+    CHECK(tl_cpt_flags(0x85) == (TL_CPT_WHITESPACE | TL_CPT_CONTROL));
+    CHECK(tl_cpt_flags(0x3000) == (TL_CPT_WHITESPACE | TL_CPT_SEPARATOR) && tl_cpt_flags(0x200B) == TL_CPT_CONTROL);
+    CHECK(tl_cpt_flags(0xE9) == TL_CPT_LETTER && tl_cpt_flags(0x4E2D) == TL_CPT_LETTER);
+    CHECK(tl_cpt_flags(0x663) == TL_CPT_NUMBER && tl_cpt_flags(0x2167) == TL_CPT_NUMBER);
+    CHECK(tl_cpt_flags(0x301) == TL_CPT_MARK && tl_cpt_flags(0x2581) == TL_CPT_SYMBOL);
+    CHECK(tl_cpt_flags(0x1F642) == TL_CPT_SYMBOL && tl_cpt_flags(0xE0000) == TL_CPT_CONTROL);
+    CHECK(tl_cpt_flags(0xD800) == TL_CPT_CONTROL && tl_cpt_flags(0x110000) == TL_CPT_CONTROL);
+    CHECK(tl_cpt_flags(0x31350) == TL_CPT_LETTER); /* CJK Extension H (Unicode 15) */
+}
+
 int main(void) {
+    test_flags();
     /* every name compiles and covers a mixed text exactly */
     const char *mixed = "Hello, y'all! 12345 \xE4\xB8\xAD\xE6\x96\x87 caf\xC3\xA9\n\n  \t x \xF0\x9F\x99\x82 <b>~|$ 3.14 ";
     size_t n_names = 0;
