@@ -44,6 +44,8 @@ typedef struct pre_spec {
 /* The patterns, as the reference writes them. */
 #define P_QWEN2 "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define P_TEKKEN "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define P_GPT4O "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define P_SEED_CODER "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define P_DEEPSEEK_LLM_LETTERS                                                                               \
     "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}"      \
     "\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}"    \
@@ -71,10 +73,12 @@ static const pre_spec pre_specs[] = {
     {"default\0\0", {COLL("[\\p{P}\\$\\+<=>\\^~\\|]+"), GPT2, COLL("\\p{N}+"), COLL("[0-9][0-9][0-9]")}},
     {"llama3\0llama-v3\0llama-bpe\0falcon3\0dbrx\0smaug-bpe\0chatglm-bpe\0\0", {LLAMA3}},
     {"gpt-2\0phi-2\0jina-es\0jina-de\0gigachat\0jina-v1-en\0jina-v2-es\0jina-v2-de\0jina-v2-code\0"
-     "roberta-bpe\0mpt\0olmo\0jais\0\0",
+     "roberta-bpe\0mpt\0olmo\0jais\0exaone4\0\0",
      {GPT2}},
     {"starcoder\0refact\0command-r\0smollm\0codeshell\0exaone\0minerva-7b\0\0", {COLL("\\p{N}"), GPT2}},
-    {"qwen2\0stablelm2\0megrez\0\0", {COLL(P_QWEN2)}},
+    {"qwen2\0stablelm2\0megrez\0grok-2\0\0", {COLL(P_QWEN2)}},
+    {"gpt-4o\0llama4\0\0", {COLL(P_GPT4O)}},
+    {"seed-coder\0\0", {COLL(P_SEED_CODER)}},
     {"deepseek-coder\0\0",
      {UTF("[\r\n]"), COLL("\\s?\\p{L}+"), COLL("\\s?\\p{P}+"),
       UTF("[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+"), COLL("\\p{N}")}},

@@ -106,6 +106,9 @@ int main(void) {
     expect_split("deepseek-v3", "1234 \xE4\xB8\x96\xE7\x95\x8C!", "123|4| |\xE4\xB8\x96\xE7\x95\x8C|!");
     expect_split("poro-chat", "Hello, world.", "Hello|,| world|.");
     expect_split("tekken", "HelloWorld ABCdef", "Hello|World| ABCdef");
+    expect_split("gpt-4o", "HelloWorld I'M 12345", "Hello|World| I'M| |123|45");
+    expect_split("seed-coder", "I'M 12", "I|'M| |1|2");
+    expect_split("grok-2", "12345 I'M", "1|2|3|4|5| I|'M");
     /* later regexes split the sentinel again, as in the reference */
     expect_split("chameleon", "<sentinel:12> ab1", "<|sentinel|:|1|2|>| ab|1");
     return TEST_DONE();
