@@ -259,7 +259,46 @@ static void run_model(const char *file, int n_specs) {
     tl_model_free(m);
 }
 
+/* Generation errors: bad arguments, a backend with neither logits nor
+ * regex, a token cap the number cannot close within. */
+static void test_errors(void) {
+    tl_model *m = NULL;
+    tl_error err = {0};
+    if (tl_model_load(tl_fixture("models/llama-spm-d64-f32.gguf"), &m, &err)) {
+        CHECKF(0, "%s", err.msg);
+        return;
+    }
+    tl_session_params sp = {.n_threads = 1};
+    tl_backend *b = NULL;
+    CHECK(tl_backend_local_new(m, &sp, &b, &err) == TL_OK);
+    tl_number_spec spec;
+    CHECK(tl_number_spec_integer(1000, 9999, 1, &spec, &err) == TL_OK);
+    tl_number_close close = {.terminator = "\""};
+    int32_t ids[] = {1, 450};
+    tl_number_result r;
+    CHECK(tl_number_generate(NULL, NULL, &spec, &close, ids, 2, NULL, &r, &err) == TL_ERR_INVALID);
+    /* llama-spm writes one digit per token: 4 digits and a quote need 5 tokens */
+    tl_sample_params tight = {.max_tokens = 3};
+    CHECK(tl_number_generate(b, NULL, &spec, &close, ids, 2, &tight, &r, &err) == TL_ERR_LIMIT);
+    CHECKF(strstr(err.msg, "not closed") != NULL, "%s", err.msg);
+    CHECK(r.ids == NULL && r.text == NULL);
+    tl_sample_params enough = {.max_tokens = 5};
+    CHECK(tl_number_generate(b, NULL, &spec, &close, ids, 2, &enough, &r, &err) == TL_OK);
+    CHECK(r.n_ids == 5 && r.value.ival >= 1000 && r.value.ival <= 9999 && strcmp(r.tail, "") == 0);
+    tl_number_result_free(&r);
+    tl_backend_ops none = {.kind = "none"};
+    tl_backend nb = {.ops = &none, .n_vocab = b->n_vocab};
+    CHECK(tl_number_generate(&nb, NULL, &spec, &close, ids, 2, NULL, &r, &err) == TL_ERR_UNSUPPORTED);
+    tl_freetext_params fp = {.terminator = "\""};
+    tl_freetext_result fr;
+    CHECK(tl_freetext_generate(&nb, ids, 2, &fp, &fr, &err) == TL_ERR_UNSUPPORTED);
+    CHECK(tl_freetext_generate(NULL, ids, 2, &fp, &fr, &err) == TL_ERR_INVALID);
+    tl_backend_free(b);
+    tl_model_free(m);
+}
+
 int main(void) {
+    test_errors();
     const char *env = getenv("TL_GEN_SPECS");
     int n = env ? atoi(env) : getenv("TL_SANITIZER_RUN") ? 30 : GEN_SPECS_DEFAULT;
     run_model("llama-spm-d64-f32.gguf", n);

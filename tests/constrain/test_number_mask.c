@@ -147,7 +147,7 @@ static void random_spec_json(char *buf, size_t cap) {
 }
 
 typedef struct vstats {
-    int walks, steps, mismatches;
+    int walks, steps, mismatches, term_steps, tails, lead_spaces;
 } vstats;
 
 static void run_vocab(const char *name, int n_walks) {
@@ -200,6 +200,7 @@ static void run_vocab(const char *name, int n_walks) {
         vs.walks++;
         for (int step = 0; step < 40 && !w.done; step++) {
             vs.steps++;
+            vs.term_steps += w.term_pos != SIZE_MAX;
             size_t n = tl_number_automaton_allowed(a, allowed);
             memset(mine, 0, (size_t)n_tok);
             bool dup = false;
@@ -260,11 +261,17 @@ static void run_vocab(const char *name, int n_walks) {
             const char *t = tl_number_automaton_text(a, &tl);
             CHECK(tl == w.text_len && memcmp(t, w.text, tl) == 0);
             CHECK(tl_number_spec_accepts(&spec, t, tl, NULL));
+            size_t tail_len;
+            tl_number_automaton_tail(a, &tail_len);
+            vs.tails += tail_len > 0;
+            CHECK(close.allow_tail || tail_len == 0);
         }
         tl_number_automaton_free(a);
     }
-    fprintf(stderr, "%s: %d tokens, %d walks, %d steps compared with the oracle, %d mismatching steps\n", name, n_tok,
-            vs.walks, vs.steps, vs.mismatches);
+    fprintf(stderr,
+            "%s: %d tokens, %d walks, %d steps compared with the oracle (%d inside a terminator), %d closing tails, "
+            "%d mismatching steps\n",
+            name, n_tok, vs.walks, vs.steps, vs.term_steps, vs.tails, vs.mismatches);
     free(allowed);
     free(mine);
     free(mask);
@@ -272,7 +279,57 @@ static void run_vocab(const char *name, int n_walks) {
     tl_vocab_free(v);
 }
 
+/* Automaton errors: no way to close, a terminator that starts like a number,
+ * tokens after the end, a value before the end. */
+static void test_errors(void) {
+    tl_vocab *v = NULL;
+    tl_error err = {0};
+    if (tl_vocab_load_file(tl_fixture("vocab/ggml-vocab-qwen3.gguf"), &v, &err) != TL_OK) {
+        CHECKF(0, "%s", err.msg);
+        return;
+    }
+    tl_number_index *idx = NULL;
+    CHECK(tl_number_index_new(v, &idx, &err) == TL_OK);
+    tl_number_spec spec;
+    CHECK(tl_number_spec_integer(0, 100, 1, &spec, &err) == TL_OK);
+    tl_number_automaton *a = NULL;
+    tl_number_close none = {0};
+    CHECK(tl_number_automaton_new(idx, &spec, &none, &a, &err) == TL_ERR_INVALID && a == NULL);
+    CHECK(strstr(err.msg, "no token can close") != NULL);
+    tl_number_close digit = {.terminator = "5"};
+    CHECK(tl_number_automaton_new(idx, &spec, &digit, &a, &err) == TL_ERR_INVALID && a == NULL);
+    tl_number_close bad_id = {.terminator_ids = (int32_t[]){-5}, .n_terminator_ids = 1};
+    CHECK(tl_number_automaton_new(idx, &spec, &bad_id, &a, &err) == TL_ERR_INVALID && a == NULL);
+    tl_number_close quote = {.terminator = "\""};
+    CHECK(tl_number_automaton_new(idx, &spec, &quote, &a, &err) == TL_OK);
+    tl_number_value val;
+    CHECK(tl_number_automaton_value(a, &val, &err) == TL_ERR_INVALID);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(tl_vocab_tokenize(v, "42\"", 3, false, false, &ids, &n, &err) == TL_OK);
+    for (size_t i = 0; i < n; i++)
+        CHECK(tl_number_automaton_accept(a, ids[i], &err) == TL_OK);
+    CHECK(tl_number_automaton_done(a));
+    CHECK(tl_number_automaton_value(a, &val, &err) == TL_OK && val.is_integer && val.ival == 42);
+    CHECK(tl_number_automaton_accept(a, ids[0], &err) == TL_ERR_INVALID);
+    CHECK(tl_number_automaton_accept(a, -1, &err) == TL_ERR_INVALID);
+    free(ids);
+    /* 101 is out of range: the third digit is refused */
+    tl_number_automaton_reset(a);
+    CHECK(tl_vocab_tokenize(v, "101", 3, false, false, &ids, &n, &err) == TL_OK && n == 3);
+    CHECK(tl_number_automaton_accept(a, ids[0], &err) == TL_OK);
+    CHECK(tl_number_automaton_accept(a, ids[1], &err) == TL_OK);
+    CHECK(tl_number_automaton_accept(a, ids[2], &err) == TL_ERR_INVALID);
+    size_t tl;
+    CHECK(strcmp(tl_number_automaton_text(a, &tl), "10") == 0 && tl == 2);
+    free(ids);
+    tl_number_automaton_free(a);
+    tl_number_index_free(idx);
+    tl_vocab_free(v);
+}
+
 int main(void) {
+    test_errors();
     bool sanitizer = getenv("TL_SANITIZER_RUN") != NULL;
     static const char *vocabs[] = {"qwen3", "llama3", "llama-spm", "gpt-2", "phi-3", "deepseek-coder", "falcon",
                                    "starcoder"};
