@@ -310,7 +310,7 @@ static void test_distribution(fixture *f) {
     int *count = calloc((size_t)nv, sizeof *count);
     tl_error err;
     CHECK(tl_backend_next_logits(f->be, ids, n, logits, NULL, &err) == TL_OK);
-    const double T = 1.0;
+    const double T = 2.0; /* flat enough for several bins with >= 5 expected draws */
     double maxl = logits[argmax(logits, nv)], z = 0;
     int n_allowed = 0;
     for (int i = 0; i < nv; i++) {
@@ -327,7 +327,7 @@ static void test_distribution(fixture *f) {
     CHECK(n_allowed >= 5);
     for (int i = 0; i < nv; i++)
         p[i] /= z;
-    const int N = 4000;
+    const int N = 8000;
     ae_state *s0 = ae_state_initial();
     ae_sampler_config cfg = {.temperature = T, .max_probes = 100000, .top_k = 32};
     int bad = 0;
