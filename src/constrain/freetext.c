@@ -257,6 +257,8 @@ static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, co
         st = tl_backend_detokenize(b, gen, n_gen, &text, err);
     if (!st) {
         lex(&lx, tl_strbuf_cstr(&text), text.len);
+        if (!lx.closed && lx.pos < text.len)
+            tl_strbuf_append(&lx.value, text.buf + lx.pos, text.len - lx.pos);
         out->closed = lx.closed || (n_gen && is_term_id(p, gen[n_gen - 1]));
         out->truncated = !out->closed;
         out->ids = gen;
@@ -358,6 +360,8 @@ tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, cons
             break;
         }
     }
+    if (!lx.closed && lx.pos < raw.len) /* a start of a terminator or escape that never completed is text */
+        tl_strbuf_append(&lx.value, raw.buf + lx.pos, raw.len - lx.pos);
     st = finish(&lx, max_chars, out->truncated, out, err);
 done:
     if (st) {
