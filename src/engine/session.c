@@ -221,6 +221,105 @@ static void cand_logprobs(const float *row, int32_t n_vocab, const tl_seq *q) {
         q->cand_logprobs[c] = (double)row[q->cands[c]] - lse;
 }
 
+static int compare_seq_ids(const void *a, const void *b) {
+    const tl_seq *x = *(const tl_seq *const *)a, *y = *(const tl_seq *const *)b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    for (size_t i = 0; i < n; i++)
+        if (x->ids[i] != y->ids[i])
+            return x->ids[i] < y->ids[i] ? -1 : 1;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Brings every prefix that two or more of the k sequences share into the
+ * cache, each computed once. In id order, the prefix sequences i and i+1
+ * share (length lcp[i]) is a node of the batch's prefix tree. A round runs,
+ * as one batch, the uncached nodes that contain no other uncached node; their
+ * uncached parts are disjoint (what two of them share is a node between them
+ * in that order, itself uncached and contained in both). Then the next
+ * round, until every shared node is cached: one pass for a common context,
+ * one more per level of nesting (e.g. requests of different contexts merged
+ * into one batch, each with its branches). */
+static tl_status prefill_shared(tl_session *s, const tl_seq *seqs, size_t k, int64_t *computed, int64_t *passes,
+                                tl_error *err) {
+    tl_status st = TL_OK;
+    const tl_seq **order = malloc(k * sizeof *order);
+    int32_t *lcp = malloc(k * sizeof *lcp);     /* lcp[i]: order[i] vs order[i+1] */
+    size_t *pending = malloc(k * sizeof *pending); /* pair indices */
+    bool *blocked = malloc(k * sizeof *blocked);
+    run_seq *rs = malloc(k * sizeof *rs);
+    if (!order || !lcp || !pending || !blocked || !rs) {
+        st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < k; i++)
+        order[i] = &seqs[i];
+    qsort(order, k, sizeof *order, compare_seq_ids);
+    for (size_t i = 0; i + 1 < k; i++) {
+        size_t n = order[i]->n < order[i + 1]->n ? order[i]->n : order[i + 1]->n, j = 0;
+        while (j < n && order[i]->ids[j] == order[i + 1]->ids[j])
+            j++;
+        lcp[i] = (int32_t)j;
+    }
+    for (size_t round = 0; round < k; round++) {
+        size_t n_pending = 0;
+        for (size_t i = 0; i + 1 < k; i++) {
+            if (lcp[i] == 0 || kv_cache_lookup(&s->cache, order[i]->ids, lcp[i]) >= lcp[i])
+                continue;
+            /* the same node seen from an earlier pair: same length, nothing shorter between */
+            bool dup = false;
+            int32_t mn = lcp[i];
+            for (size_t b = n_pending, cur = i; b > 0 && !dup && mn >= lcp[i]; b--) {
+                size_t p = pending[b - 1];
+                for (size_t j = p; j < cur; j++)
+                    mn = lcp[j] < mn ? lcp[j] : mn;
+                cur = p;
+                dup = lcp[p] == lcp[i] && mn >= lcp[i];
+            }
+            if (!dup)
+                pending[n_pending++] = i;
+        }
+        if (!n_pending)
+            break;
+        /* X waits if an uncached Y shorter than X is a prefix of X:
+         * min(lcp between them) >= len(Y) */
+        for (size_t a = 0; a < n_pending; a++)
+            blocked[a] = false;
+        for (size_t a = 0; a < n_pending; a++) {
+            size_t x = pending[a];
+            for (int dir = -1; dir <= 1; dir += 2) {
+                int32_t mn = lcp[x]; /* min of lcp[] from x to the current y */
+                size_t cur = x;
+                for (size_t b = a; dir < 0 ? b > 0 : b + 1 < n_pending;) {
+                    b = dir < 0 ? b - 1 : b + 1;
+                    size_t y = pending[b];
+                    for (size_t j = dir < 0 ? y : cur + 1; j <= (dir < 0 ? cur - 1 : y); j++)
+                        mn = lcp[j] < mn ? lcp[j] : mn;
+                    cur = y;
+                    if (lcp[y] < lcp[x] && mn >= lcp[y]) {
+                        blocked[a] = true;
+                        break;
+                    }
+                    if (mn == 0)
+                        break;
+                }
+            }
+        }
+        size_t n_run = 0;
+        for (size_t a = 0; a < n_pending; a++)
+            if (!blocked[a])
+                rs[n_run++] = (run_seq){.ids = order[pending[a]]->ids, .n = lcp[pending[a]], .n_out = 0};
+        if ((st = run(s, rs, n_run, computed, passes, err)) != TL_OK)
+            break;
+    }
+done:
+    free(rs);
+    free(blocked);
+    free(pending);
+    free(lcp);
+    free(order);
+    return st;
+}
+
 tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
     tl_status st;
     if (k == 0)
@@ -239,21 +338,9 @@ tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage 
                                     c, seqs[i].cands[c], s->m->n_vocab);
         prompt += (int64_t)seqs[i].n;
     }
-    /* (1) the prefix every sequence shares, computed at most once */
-    if (k > 1) {
-        size_t common = seqs[0].n;
-        for (size_t i = 1; i < k && common > 0; i++) {
-            size_t j = 0, lim = seqs[i].n < common ? seqs[i].n : common;
-            while (j < lim && seqs[i].ids[j] == seqs[0].ids[j])
-                j++;
-            common = j;
-        }
-        if (common > 0) {
-            run_seq shared = {.ids = seqs[0].ids, .n = (int32_t)common, .n_out = 0, .hidden_row = 0};
-            if ((st = run(s, &shared, 1, &computed, &passes, err)) != TL_OK)
-                return st;
-        }
-    }
+    /* (1) every prefix several sequences share, computed once */
+    if (k > 1 && (st = prefill_shared(s, seqs, k, &computed, &passes, err)) != TL_OK)
+        return st;
     /* (2) every tail in one batch */
     run_seq *rs = calloc(k, sizeof *rs);
     if (!rs)

@@ -103,6 +103,7 @@ static void test_branches(const tl_model *m, size_t K, size_t n_ctx, size_t max_
         memcpy(ids, ctx, n_ctx * sizeof *ids);
         for (size_t i = 0; i < tail; i++)
             ids[n_ctx + i] = rand_id((int32_t)nv);
+        ids[n_ctx] = 3 + (int32_t)k; /* tails diverge at once: nothing else is shared */
         seqs[k].ids = ids;
         seqs[k].n = n_ctx + tail;
         seqs[k].logits = malloc(nv * sizeof(float));
@@ -163,6 +164,51 @@ static void test_branches(const tl_model *m, size_t K, size_t n_ctx, size_t max_
     }
     free(seqs);
     free(ctx);
+    tl_session_free(alone);
+    tl_session_free(s);
+}
+
+/* Requests of different contexts merged into one batch, one with a nested
+ * shared part: every shared prefix computed once, in one pass per level. */
+static void test_merged_groups(const tl_model *m) {
+    size_t nv = (size_t)tl_model_n_vocab(m);
+    enum { NA = 40, NSUB = 20, NB = 33, K = 16 };
+    int32_t a[NA + NSUB], b[NB];
+    for (int i = 0; i < NA + NSUB; i++)
+        a[i] = rand_id((int32_t)nv);
+    for (int i = 0; i < NB; i++)
+        b[i] = rand_id((int32_t)nv);
+    b[0] = a[0] == 5 ? 6 : 5; /* nothing in common with a */
+    a[NA] = 1000;             /* tails below start with 3..18: none continues into sub */
+    tl_seq seqs[K];
+    size_t tails = 0;
+    for (int k = 0; k < K; k++) {
+        /* k % 3 == 0: context b; k % 3 == 1: a; k % 3 == 2: a + sub */
+        const int32_t *ctx = k % 3 == 0 ? b : a;
+        size_t n_ctx = k % 3 == 0 ? NB : k % 3 == 1 ? NA : NA + NSUB, tail = 1 + (size_t)k % 5;
+        int32_t *ids = malloc((n_ctx + tail) * sizeof *ids);
+        memcpy(ids, ctx, n_ctx * sizeof *ids);
+        for (size_t i = 0; i < tail; i++)
+            ids[n_ctx + i] = rand_id((int32_t)nv);
+        ids[n_ctx] = 3 + k;
+        seqs[k] = (tl_seq){.ids = ids, .n = n_ctx + tail, .logits = malloc(nv * sizeof(float))};
+        tails += tail;
+    }
+    tl_session *s = new_session(m, 0), *alone = new_session(m, 0);
+    tl_usage u = {0};
+    tl_error err = {0};
+    CHECKF(tl_session_eval_batch(s, seqs, K, &u, &err) == TL_OK, "%s", err.msg);
+    CHECKF(u.computed_tokens == (int64_t)(NA + NSUB + NB + tails), "merged groups computed %lld, want %zu",
+           (long long)u.computed_tokens, NA + NSUB + NB + tails);
+    CHECKF(u.forward_passes == 3, "merged groups: %lld passes", (long long)u.forward_passes);
+    float *ref = malloc(nv * sizeof *ref);
+    for (int k = 0; k < K; k++) {
+        fresh_logits(alone, seqs[k].ids, seqs[k].n, ref);
+        CHECKF(!memcmp(ref, seqs[k].logits, nv * sizeof *ref), "merged groups: branch %d differs", k);
+        free((void *)seqs[k].ids);
+        free(seqs[k].logits);
+    }
+    free(ref);
     tl_session_free(alone);
     tl_session_free(s);
 }
@@ -238,6 +284,7 @@ int main(void) {
     test_branches(m, 1, 37, 9);
     test_branches(m, 16, 45, 13);
     test_branches(m, 256, 29, 6);
+    test_merged_groups(m);
     test_budget_and_pins(m);
     test_bad_calls(m);
     tl_model_free(m);
