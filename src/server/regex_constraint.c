@@ -16,9 +16,31 @@
 #include "util/error.h"
 
 struct regex_constraint {
-    pcre2_code *code;
-    pcre2_match_data *md; /* guarded by single-thread use: one constraint per request item */
+    pcre2_code *code;      /* UTF mode: what a full match means */
+    pcre2_code *bytes;     /* the same pattern over bytes (NULL if it has no byte form) */
+    pcre2_match_data *md;  /* single-thread use: one constraint per request item */
+    pcre2_match_data *md_bytes;
 };
+
+/* 0: text is complete, valid UTF-8; 1: valid but ends inside a character
+ * (a token may carry part of one); -1: invalid. */
+static int utf8_state(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (len == 0 || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4))
+            return -1;
+        for (size_t k = 1; k < len; k++) {
+            if (i + k == n)
+                return 1;
+            if ((s[i + k] & 0xC0) != 0x80)
+                return -1;
+        }
+        i += len;
+    }
+    return 0;
+}
 
 regex_constraint *regex_constraint_new(const char *pattern, tl_error *err) {
     /* Anchor both ends: the whole output must match, as in SGLang. */
@@ -44,6 +66,14 @@ regex_constraint *regex_constraint_new(const char *pattern, tl_error *err) {
     }
     rc->code = code;
     rc->md = pcre2_match_data_create_from_pattern(code, NULL);
+    /* Byte form: decides partial matches that end inside a multi-byte
+     * character, which UTF mode always reports as partial. */
+    tl_strbuf w2 = TL_STRBUF_INIT;
+    tl_strbuf_printf(&w2, "(?:%s)\\z", pattern);
+    rc->bytes = pcre2_compile((PCRE2_SPTR)tl_strbuf_cstr(&w2), w2.len, PCRE2_ANCHORED, &ec, &eo, NULL);
+    tl_strbuf_free(&w2);
+    if (rc->bytes)
+        rc->md_bytes = pcre2_match_data_create_from_pattern(rc->bytes, NULL);
     return rc;
 }
 
@@ -52,12 +82,23 @@ void regex_constraint_free(regex_constraint *rc) {
         return;
     pcre2_match_data_free(rc->md);
     pcre2_code_free(rc->code);
+    pcre2_match_data_free(rc->md_bytes);
+    pcre2_code_free(rc->bytes);
     free(rc);
 }
 
 bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_t n) {
     if (n == 0) /* PCRE2 reports no partial match on an empty subject */
         return true;
+    int state = utf8_state((const unsigned char *)text, n);
+    if (state < 0)
+        return false;
+    if (state == 1) {
+        if (!rc->bytes)
+            return false;
+        int r = pcre2_match(rc->bytes, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md_bytes, NULL);
+        return r == PCRE2_ERROR_PARTIAL; /* a full match cannot end mid-character */
+    }
     int r = pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md, NULL);
     return r >= 0 || r == PCRE2_ERROR_PARTIAL;
 }

@@ -248,6 +248,13 @@ static void test_regex_constraint(void) {
     CHECK(rc && regex_constraint_viable(rc, "tr", 2) && !regex_constraint_viable(rc, "x", 1) &&
           regex_constraint_complete(rc, "meal", 4) && !regex_constraint_viable(rc, "meals", 5));
     regex_constraint_free(rc);
+    /* A token ending inside a multi-byte character: viable only when the
+     * pattern can continue with that character. */
+    rc = regex_constraint_new("(meal|caf\xc3\xa9)", &err);
+    CHECK(rc && !regex_constraint_viable(rc, "t\xe2", 2) && !regex_constraint_viable(rc, "m\xc3", 2));
+    CHECK(rc && regex_constraint_viable(rc, "caf\xc3", 4) && regex_constraint_complete(rc, "caf\xc3\xa9", 5));
+    CHECK(rc && !regex_constraint_viable(rc, "caf\xc3\x28", 5));
+    regex_constraint_free(rc);
     CHECK(regex_constraint_new("(unclosed", &err) == NULL && err.code == TL_ERR_INVALID && strstr(err.msg, "offset"));
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "constrain/constrain.h"
 #include "decide/decide.h"
 #include "server/server.h"
 #include "tl_test.h"
@@ -127,6 +128,45 @@ int main(void) {
         tl_strbuf_free(&text);
         free(ids);
         free(out);
+    }
+
+    /* The regexes typellm itself sends (src/constrain) are enforced by the
+     * server: every sampled value is in range and ends with the terminator. */
+    if (remote) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        CHECK(tl_backend_tokenize(remote, "amount=\"", 8, false, false, &ids, &n, &err) == TL_OK);
+        tl_number_spec specs[2];
+        CHECK(tl_number_spec_integer(-50, 250, 1, &specs[0], &err) == TL_OK);
+        const char *dec = "{\"type\":\"number\",\"minimum\":0,\"maximum\":1,\"x-decimals\":2}";
+        CHECK(tl_number_spec_from_json(dec, strlen(dec), "/properties/p", &specs[1], &err) == TL_OK);
+        tl_number_close close = {.terminator = "\""};
+        for (int k = 0; k < 3; k++) {
+            tl_strbuf re = TL_STRBUF_INIT;
+            const char *vals[3] = {"meal", "travel", "equipment"};
+            tl_status st = k < 2 ? tl_number_regex(&specs[k], &close, &re, &err) : tl_enum_regex(vals, 3, "\"", &re, &err);
+            CHECKF(st == TL_OK, "regex %d: %s", k, err.msg);
+            for (int seed = 0; seed < 4 && st == TL_OK; seed++) {
+                int32_t *out = NULL;
+                size_t n_out = 0;
+                st = remote->ops->generate_regex(remote, ids, n, tl_strbuf_cstr(&re), 16, seed ? 1.0 : 0.0,
+                                                 (uint64_t)seed, &out, &n_out, NULL, &err);
+                CHECKF(st == TL_OK, "generate with %s: %s", tl_strbuf_cstr(&re), err.msg);
+                tl_strbuf text = TL_STRBUF_INIT;
+                if (st == TL_OK)
+                    tl_backend_detokenize(remote, out, n_out, &text, &err);
+                const char *t = tl_strbuf_cstr(&text);
+                bool closed = text.len >= 1 && t[text.len - 1] == '"';
+                bool ok = closed && (k < 2 ? tl_number_spec_accepts(&specs[k], t, text.len - 1, NULL)
+                                           : (!strncmp(t, "meal\"", 5) || !strncmp(t, "travel\"", 7) ||
+                                              !strncmp(t, "equipment\"", 10)));
+                CHECKF(ok, "regex %s, seed %d: '%s'", tl_strbuf_cstr(&re), seed, t);
+                tl_strbuf_free(&text);
+                free(out);
+            }
+            tl_strbuf_free(&re);
+        }
+        free(ids);
     }
 
     /* Failures: bad key, unreachable server. */
