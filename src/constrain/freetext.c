@@ -253,8 +253,10 @@ static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, co
     if (!st)
         st = b->ops->generate_regex(b, ids, n, tl_strbuf_cstr(&re), max_tokens, p->sample.temperature,
                                     p->sample.seed, &gen, &n_gen, &out->usage, err);
+    /* a closing terminator id is not part of the value's text */
+    size_t n_text = n_gen && is_term_id(p, gen[n_gen - 1]) ? n_gen - 1 : n_gen;
     if (!st)
-        st = tl_backend_detokenize(b, gen, n_gen, &text, err);
+        st = tl_backend_detokenize(b, gen, n_text, &text, err);
     if (!st) {
         lex(&lx, tl_strbuf_cstr(&text), text.len);
         if (!lx.closed && lx.pos < text.len)

@@ -116,7 +116,12 @@ static tl_status generate_remote(tl_backend *b, const tl_number_spec *spec, cons
                                 &n_gen, &out->usage, err);
     if (st)
         goto done;
-    if ((st = tl_backend_detokenize(b, gen, n_gen, &text, err)))
+    /* a closing terminator id is not part of the number's text */
+    size_t n_text = n_gen;
+    for (size_t i = 0; n_gen && i < close->n_terminator_ids; i++)
+        if (close->terminator_ids[i] == gen[n_gen - 1])
+            n_text = n_gen - 1;
+    if ((st = tl_backend_detokenize(b, gen, n_text, &text, err)))
         goto done;
     const char *t = tl_strbuf_cstr(&text);
     size_t len = text.len, i = 0;
