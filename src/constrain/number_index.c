@@ -533,9 +533,32 @@ static bool digit_values(const tl_number_automaton *a, int lead, int L, uint64_t
     return true;
 }
 
-size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
+/* Where allowed ids go: a list (out) or a bitset (mask). */
+typedef struct sink {
+    int32_t *out;
+    uint64_t *mask;
+    size_t n;
+} sink;
+
+static inline void emit(sink *k, int32_t id) {
+    if (k->out)
+        k->out[k->n] = id;
+    else
+        k->mask[id >> 6] |= (uint64_t)1 << (id & 63);
+    k->n++;
+}
+
+static void emit_all(sink *k, const int32_t *ids, size_t n) {
+    if (k->out && n)
+        memcpy(k->out + k->n, ids, n * sizeof *ids);
+    else
+        for (size_t i = 0; i < n && !k->out; i++)
+            k->mask[ids[i] >> 6] |= (uint64_t)1 << (ids[i] & 63);
+    k->n += n;
+}
+
+static size_t collect(const tl_number_automaton *a, sink *k) {
     const tl_number_index *idx = a->idx;
-    size_t n = 0;
     if (a->phase == PH_DONE)
         return 0;
     if (a->phase == PH_TERM) {
@@ -544,9 +567,9 @@ size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
             size_t len;
             const char *b = tl_number_index_token(idx, id, &len);
             if (len && rest_fits(a, a->term_pos, b, len))
-                out[n++] = id;
+                emit(k, id);
         }
-        return n;
+        return k->n;
     }
     uint64_t vb[VBITS_WORDS];
     for (int lead = 0; lead < 2; lead++)
@@ -559,7 +582,7 @@ size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
                 for (uint64_t bits = vb[w]; bits; bits &= bits - 1) {
                     size_t v = w * 64 + (size_t)__builtin_ctzll(bits);
                     for (int32_t j = first[v]; j < first[v + 1]; j++)
-                        out[n++] = ids[j];
+                        emit(k, ids[j]);
                 }
         }
     for (size_t i = 0; i < idx->n_misc; i++) {
@@ -568,15 +591,11 @@ size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
         numstate st = a->st;
         bool started = a->started;
         if (sim_numeric(a, b, len, &st, &started) && num_viable(a->spec, &st))
-            out[n++] = idx->misc[i];
+            emit(k, idx->misc[i]);
     }
     if (num_complete(a->spec, &a->st)) {
-        if (a->n_pure)
-            memcpy(out + n, a->pure_closers, a->n_pure * sizeof *out);
-        n += a->n_pure;
-        if (a->n_term_ids)
-            memcpy(out + n, a->term_ids, a->n_term_ids * sizeof *out);
-        n += a->n_term_ids;
+        emit_all(k, a->pure_closers, a->n_pure);
+        emit_all(k, a->term_ids, a->n_term_ids);
     }
     for (size_t i = 0; i < a->n_numc; i++) {
         const closer *cl = a->num_closers[i];
@@ -585,21 +604,20 @@ size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
         numstate st = a->st;
         bool started = a->started;
         if (sim_numeric(a, b, cl->num_len, &st, &started) && num_complete(a->spec, &st))
-            out[n++] = cl->id;
+            emit(k, cl->id);
     }
-    return n;
+    return k->n;
+}
+
+size_t tl_number_automaton_allowed(const tl_number_automaton *a, int32_t *out) {
+    sink k = {out, NULL, 0};
+    return collect(a, &k);
 }
 
 void tl_number_automaton_mask(const tl_number_automaton *a, uint64_t *mask) {
-    size_t words = ((size_t)a->idx->n_tokens + 63) / 64;
-    memset(mask, 0, words * sizeof *mask);
-    int32_t *ids = malloc((size_t)a->idx->n_tokens * sizeof *ids);
-    if (!ids)
-        return;
-    size_t n = tl_number_automaton_allowed(a, ids);
-    for (size_t i = 0; i < n; i++)
-        mask[ids[i] >> 6] |= (uint64_t)1 << (ids[i] & 63);
-    free(ids);
+    memset(mask, 0, ((size_t)a->idx->n_tokens + 63) / 64 * sizeof *mask);
+    sink k = {NULL, mask, 0};
+    collect(a, &k);
 }
 
 tl_status tl_number_automaton_accept(tl_number_automaton *a, int32_t id, tl_error *err) {
