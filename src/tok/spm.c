@@ -19,20 +19,29 @@ typedef struct spm_symbol {
 } spm_symbol;
 
 typedef struct spm_pair {
-    float score;
+    uint64_t order;   /* heap key, smallest first: higher score, then smaller left index */
     int left, right;
     size_t size;      /* byte length of the merged text when pushed (staleness check) */
 } spm_pair;
+
+/* One integer that sorts like (score descending, left ascending), so the heap
+ * compares once per step. The float's bits are mapped to an unsigned value in
+ * the same order (-0 counted as +0, since the scores compare equal). */
+static inline uint64_t pair_order(float score, int left) {
+    if (score == 0.0f)
+        score = 0.0f;
+    uint32_t bits;
+    memcpy(&bits, &score, sizeof bits);
+    bits = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u); /* ascending with score */
+    return ((uint64_t)~bits << 32) | (uint32_t)left;
+}
 
 typedef struct spm_heap {
     spm_pair *v;
     size_t n, cap;
 } spm_heap;
 
-/* a goes before b: higher score, then smaller left index */
-static inline bool pair_before(const spm_pair *a, const spm_pair *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
+static inline bool pair_before(const spm_pair *a, const spm_pair *b) { return a->order < b->order; }
 
 static bool heap_push(spm_heap *h, spm_pair p) {
     if (h->n == h->cap) {
@@ -87,7 +96,7 @@ static bool try_pair(const tl_vocab *v, const char *text, const spm_symbol *sym,
     int32_t id = token_of(v, text + sym[left].start, size);
     if (id < 0)
         return true;
-    return heap_push(h, (spm_pair){v->scores[id], left, right, size});
+    return heap_push(h, (spm_pair){pair_order(v->scores[id], left), left, right, size});
 }
 
 tl_status tl_spm_tokenize(const tl_vocab *v, const char *text, size_t len, bool add_prefix, tl_idvec *out,
