@@ -19,7 +19,7 @@ typedef struct bpe_symbol {
 } bpe_symbol;
 
 typedef struct bpe_pair {
-    int32_t rank;
+    uint64_t order;   /* heap key, smallest first: (rank << 32) | left, i.e. lowest rank, then leftmost */
     int left, right;
     size_t size;      /* merged byte length when pushed (staleness check) */
     uint32_t result;  /* interned id of the merged text */
@@ -30,9 +30,7 @@ typedef struct bpe_heap {
     size_t n, cap;
 } bpe_heap;
 
-static inline bool pair_before(const bpe_pair *a, const bpe_pair *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
+static inline bool pair_before(const bpe_pair *a, const bpe_pair *b) { return a->order < b->order; }
 
 static bool heap_push(bpe_heap *h, bpe_pair p) {
     if (h->n == h->cap) {
@@ -82,7 +80,8 @@ static bool try_pair(const tl_vocab *v, const bpe_symbol *sym, int left, int rig
     uint32_t result;
     if (!tl_bpe_find_merge(v, (uint32_t)sym[left].iid, (uint32_t)sym[right].iid, &rank, &result))
         return true;
-    return heap_push(h, (bpe_pair){rank, left, right, sym[left].n + sym[right].n, result});
+    uint64_t order = ((uint64_t)(uint32_t)rank << 32) | (uint32_t)left; /* rank >= 0, left >= 0 */
+    return heap_push(h, (bpe_pair){order, left, right, sym[left].n + sym[right].n, result});
 }
 
 typedef struct bpe_scratch {
