@@ -9,7 +9,12 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       python3-numpy wrk valgrind nodejs npm)
 
 missing=()
+# A tool package counts as present when its command is already on PATH from
+# another source (e.g. NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package, so installing npm there fails).
+declare -A PKG_CMD=([nodejs]=node [npm]=npm [wrk]=wrk [valgrind]=valgrind [cmake]=cmake)
 for p in "${PKGS[@]}"; do
+  if [ -n "${PKG_CMD[$p]:-}" ] && command -v "${PKG_CMD[$p]}" >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
