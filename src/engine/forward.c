@@ -27,6 +27,7 @@ void fwd_scratch_free(fwd_scratch *sc) {
  * never depend on which clone runs. No FMA: the clones do not enable it, so
  * a*b+c rounds twice everywhere. */
 typedef float v8f __attribute__((vector_size(32)));
+_Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vectors");
 /* the helpers below are static inline: no ABI crosses a call boundary */
 #pragma GCC diagnostic ignored "-Wpsabi"
 static inline v8f load8(const float *p) {
@@ -35,17 +36,6 @@ static inline v8f load8(const float *p) {
     return v;
 }
 static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
-
-/* Sum of a[i]*b[i] in a fixed order: lane j sums elements i = j (mod 8), then a tree. */
-static inline float dot_f32(const float *a, const float *b, int64_t n) {
-    v8f acc = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        acc += load8(a + i) * load8(b + i);
-    for (; i < n; i++)
-        acc[i & 7] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
 
 /* y[i] += a * x[i] */
 static inline void axpy_f32(float *y, float a, const float *x, int64_t n) {
@@ -164,7 +154,9 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
         const fwd_token *tk = &P->toks[t];
         const kv_node *nd = tk->seq->path[tk->pos / TL_KV_BLOCK];
         int32_t row = tk->pos % TL_KV_BLOCK;
-        memcpy(kv_k_row(P->c, nd, P->layer, row), k, sizeof(float) * (size_t)nk);
+        float *kt = kv_k_block(P->c, nd, P->layer);
+        for (int64_t i = 0; i < nk; i++)
+            kt[i * TL_KV_BLOCK + row] = k[i];
         memcpy(kv_v_row(P->c, nd, P->layer, row), v, sizeof(float) * (size_t)nv);
     }
 }
@@ -191,33 +183,64 @@ __attribute__((target_clones("avx2", "default"))) static void attention_items(vo
         for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
             const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
             int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-            for (int32_t r = 0; r < rows; r++) {
-                const float *kr = kv_k_row(c, nd, P->layer, r) + g * dk;
-                for (int32_t hh = 0; hh < group; hh++)
-                    scores[(size_t)hh * n_ctx + j0 + r] = dot_f32(q + hh * dk, kr, dk) * scale;
+            const float *kt = kv_k_block(c, nd, P->layer) + (size_t)g * dk * TL_KV_BLOCK;
+            for (int32_t hh = 0; hh < group; hh++) {
+                /* rows j0..j0+15 at once: lane r sums q[d] * k_r[d] over d in order */
+                const float *qh = q + hh * dk;
+                v8f lo = {0}, hi = {0};
+                for (int64_t d = 0; d < dk; d++) {
+                    float qd = qh[d];
+                    v8f qv = {qd, qd, qd, qd, qd, qd, qd, qd};
+                    lo += qv * load8(kt + d * TL_KV_BLOCK);
+                    hi += qv * load8(kt + d * TL_KV_BLOCK + 8);
+                }
+                float *out = scores + (size_t)hh * n_ctx + j0;
+                for (int32_t r = 0; r < rows; r++)
+                    out[r] = (r < 8 ? lo[r] : hi[r - 8]) * scale;
             }
         }
         for (int32_t hh = 0; hh < group; hh++) {
             float *s = scores + (size_t)hh * n_ctx, top = -INFINITY;
             for (int32_t j = 0; j < n_ctx; j++)
                 top = s[j] > top ? s[j] : top;
-            double sum = 0.0;
-            for (int32_t j = 0; j < n_ctx; j++) {
+            for (int32_t j = 0; j < n_ctx; j++)
                 s[j] = expf(s[j] - top);
+            double sum = 0.0;
+            for (int32_t j = 0; j < n_ctx; j++)
                 sum += s[j];
-            }
             float inv = (float)(1.0 / sum);
             for (int32_t j = 0; j < n_ctx; j++)
                 s[j] *= inv;
-            memset(P->h + t * P->h_stride + (h0 + hh) * dv, 0, sizeof(float) * (size_t)dv);
-        }
-        for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-            const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-            for (int32_t r = 0; r < rows; r++) {
-                const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv;
-                for (int32_t hh = 0; hh < group; hh++)
-                    axpy_f32(P->h + t * P->h_stride + (h0 + hh) * dv, scores[(size_t)hh * n_ctx + j0 + r], vr, dv);
+            /* out[i] = sum over j in order of s[j] * v_j[i], 32 outputs at a
+             * time held in registers across all rows */
+            float *out = P->h + t * P->h_stride + (h0 + hh) * dv;
+            int64_t i0 = 0;
+            for (; i0 + 32 <= dv; i0 += 32) {
+                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
+                    const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
+                    int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
+                    for (int32_t r = 0; r < rows; r++) {
+                        const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv + i0;
+                        float p = s[j0 + r];
+                        v8f pv = {p, p, p, p, p, p, p, p};
+                        a0 += pv * load8(vr);
+                        a1 += pv * load8(vr + 8);
+                        a2 += pv * load8(vr + 16);
+                        a3 += pv * load8(vr + 24);
+                    }
+                }
+                store8(out + i0, a0);
+                store8(out + i0 + 8, a1);
+                store8(out + i0 + 16, a2);
+                store8(out + i0 + 24, a3);
+            }
+            if (i0 < dv) { /* head sizes that are not a multiple of 32 */
+                memset(out + i0, 0, sizeof(float) * (size_t)(dv - i0));
+                for (int32_t j = 0; j < n_ctx; j++) {
+                    const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], P->layer, j % TL_KV_BLOCK) + g * dv;
+                    axpy_f32(out + i0, s[j], vr + i0, dv - i0);
+                }
             }
         }
     }

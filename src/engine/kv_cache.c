@@ -79,7 +79,8 @@ static kv_node *node_new(kv_cache *c, kv_node *parent, tl_error *err) {
     kv_node *nd = calloc(1, sizeof *nd);
     if (!nd)
         goto oom;
-    nd->kv = malloc(sizeof(float) * c->layer_floats * (size_t)c->n_layer);
+    /* zeroed: attention scores whole blocks, including rows not yet written */
+    nd->kv = calloc(c->layer_floats * (size_t)c->n_layer, sizeof(float));
     if (!nd->kv)
         goto oom;
     if (c->n_nodes == c->cap_nodes) {
@@ -225,10 +226,8 @@ tl_status kv_seq_acquire(kv_cache *c, const int32_t *ids, int32_t n, kv_seq *s, 
                 return st;
             }
             s->first_new = s->n_path - 1;
-            for (int32_t layer = 0; layer < c->n_layer; layer++) {
-                memcpy(kv_k_row(c, cp, layer, 0), kv_k_row(c, ch, layer, 0), sizeof(float) * (size_t)l * c->kv_k);
-                memcpy(kv_v_row(c, cp, layer, 0), kv_v_row(c, ch, layer, 0), sizeof(float) * (size_t)l * c->kv_v);
-            }
+            /* whole blocks (keys are transposed); rows >= l are overwritten before use */
+            memcpy(cp->kv, ch->kv, sizeof(float) * c->layer_floats * (size_t)c->n_layer);
             memcpy(cp->tokens, ch->tokens, sizeof(int32_t) * (size_t)l);
             cp->n_planned = l; /* n_ready stays 0 until commit: nobody matches it before */
             write = cp;

@@ -21,7 +21,7 @@
 
 #include "engine/model_internal.h"
 
-#define TL_KV_BLOCK 16
+#define TL_KV_BLOCK 16 /* forward.c scores a block as two 8-lane vectors */
 
 typedef struct kv_node kv_node;
 struct kv_node {
@@ -34,7 +34,7 @@ struct kv_node {
     int32_t pins;
     size_t index;        /* in kv_cache.nodes */
     uint64_t last_used;  /* kv_cache.tick when last on a path */
-    float *kv;           /* n_layer x { K: TL_KV_BLOCK x kv_k, V: TL_KV_BLOCK x kv_v } */
+    float *kv;           /* n_layer x { K: kv_k x TL_KV_BLOCK (transposed), V: TL_KV_BLOCK x kv_v } */
 };
 
 typedef struct kv_cache {
@@ -64,9 +64,13 @@ void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes);
 void kv_cache_free(kv_cache *c);
 static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes; }
 
-static inline float *kv_k_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
-    return nd->kv + (size_t)layer * c->layer_floats + (size_t)row * (size_t)c->kv_k;
+/* Keys are stored transposed within a block, so attention scores a whole
+ * block of rows with vector loads and no horizontal sums: element d of row r
+ * of kv head g is at kv_k_block(...)[(g * head_dim + d) * TL_KV_BLOCK + r]. */
+static inline float *kv_k_block(const kv_cache *c, const kv_node *nd, int32_t layer) {
+    return nd->kv + (size_t)layer * c->layer_floats;
 }
+/* Values are row-major: row r is kv_v floats, kv head after kv head. */
 static inline float *kv_v_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
     return nd->kv + (size_t)layer * c->layer_floats + (size_t)TL_KV_BLOCK * (size_t)c->kv_k +
            (size_t)row * (size_t)c->kv_v;
