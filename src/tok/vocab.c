@@ -58,16 +58,17 @@ static tl_status as_format_error(tl_error *err) {
     return TL_ERR_FORMAT;
 }
 
-/* Reads an optional token id key; absent keeps *id. Out-of-range ids are
- * ignored like the reference does (it warns and keeps the default). */
+/* Reads an optional token id key; absent keeps *id. Out-of-range ids (a -1
+ * stored as a signed integer included) are ignored like the reference does (it
+ * warns and keeps the default); a non-integer is a malformed file. */
 static tl_status read_token_id(const tl_gguf *g, const char *key, int32_t n_tokens, int32_t *id, tl_error *err) {
     const tl_gguf_value *v = tl_gguf_get(g, key);
     if (!v)
         return TL_OK;
-    uint32_t x;
-    if (tl_gguf_get_u32(g, key, &x, err) != TL_OK)
+    int64_t x;
+    if (tl_gguf_get_i64(g, key, &x, err) != TL_OK)
         return as_format_error(err);
-    if (x < (uint32_t)n_tokens)
+    if (x >= 0 && x < n_tokens)
         *id = (int32_t)x;
     return TL_OK;
 }

@@ -255,6 +255,10 @@ static void test_built_vocab(void) {
     gb_kv_f32s(&gb, "tokenizer.ggml.scores", scores, 13);
     gb_kv_bool(&gb, "tokenizer.ggml.add_bos_token", 0);
     gb_kv_u32(&gb, "tokenizer.ggml.eot_token_id", 2);
+    gb_kv_u32(&gb, "tokenizer.ggml.eos_token_id", 99);            /* out of range: default (2) kept */
+    gb_kv_i32s(&gb, "tokenizer.ggml.unused_array", types, 1);
+    gb_key(&gb, "tokenizer.ggml.padding_token_id", 5);          /* i32 -1: no padding token */
+    gb_u32(&gb.kvs, 0xFFFFFFFFu);
     tl_vocab *v = NULL;
     tl_error err = {0};
     CHECKF(load_built(&gb, &v, &err) == TL_OK, "%s", err.msg);
@@ -274,7 +278,7 @@ static void test_built_vocab(void) {
     tokenize_ok(v, "a\nz", false, false, &ids, &n);
     CHECK(n == 3 && ids[0] == 8 && ids[1] == 3 && ids[2] == 0);
     free(ids);
-    CHECK(!tl_vocab_add_bos(v) && tl_vocab_eot(v) == 2 && tl_vocab_is_eog(v, 2));
+    CHECK(!tl_vocab_add_bos(v) && tl_vocab_eot(v) == 2 && tl_vocab_is_eog(v, 2) && tl_vocab_eos(v) == 2);
     /* token_bytes: snprintf-like with a short buffer */
     char buf[8];
     memset(buf, '#', sizeof buf);
@@ -339,6 +343,11 @@ static void test_load_errors(void) {
     gb_kv_str(&gb, "tokenizer.ggml.model", "llama");
     gb_kv_strs(&gb, "tokenizer.ggml.tokens", toks, 0);
     expect_load_error(&gb, TL_ERR_FORMAT, "empty");
+
+    gb_kv_str(&gb, "tokenizer.ggml.model", "llama");
+    gb_kv_strs(&gb, "tokenizer.ggml.tokens", toks, 3);
+    gb_kv_str(&gb, "tokenizer.ggml.bos_token_id", "1");
+    expect_load_error(&gb, TL_ERR_FORMAT, "bos_token_id");
 
     gb_kv_u32(&gb, "tokenizer.ggml.model", 7);
     gb_kv_strs(&gb, "tokenizer.ggml.tokens", toks, 3);
