@@ -19,4 +19,11 @@ for bin in build-fuzz/fuzz/fuzz_*; do
   rm -rf "$work" "$work.log"
   ran=$((ran+1))
 done
+# Every fuzz/fuzz_NAME.c must have been built and run (a target that did not
+# build is a failure, not a skip).
+want=$(ls fuzz/fuzz_*.c | wc -l)
+if [ "$ran" -ne "$want" ]; then
+  echo "fuzz: only $ran of $want targets were built and run" >&2
+  exit 1
+fi
 echo "fuzz: $ran targets clean" >&2
