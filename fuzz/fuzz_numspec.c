@@ -1,5 +1,6 @@
 /* fuzz_numspec.c: number field schemas and regexes from arbitrary bytes.
- * The input is read as a field schema (JSON) and as a regex. A schema that
+ * The input is read as a field schema (JSON), as a regex and as raw model
+ * output for the free-text lexer. A schema that
  * parses must give a regex that parses back to the same range and decimals,
  * and a walk of the automaton over a small synthetic vocabulary (driven by
  * the input's bytes) must end on a value the spec accepts. Any crash, sanitizer
@@ -26,6 +27,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tl_regex_info info;
     if (tl_regex_parse((const char *)data, size, &info, &err) == TL_OK)
         tl_regex_info_free(&info);
+
+    /* the free-text lexer on the same bytes, both renderings */
+    for (int json = 0; json < 2; json++) {
+        tl_strbuf v = TL_STRBUF_INIT;
+        bool closed;
+        size_t used = tl_freetext_unescape((const char *)data, size, json ? "\"" : "</a>", json, &v, &closed);
+        if (used > size || (closed && used == 0))
+            abort();
+        tl_strbuf_free(&v);
+    }
 
     tl_number_spec spec;
     if (tl_number_spec_from_json((const char *)data, size, "/x", &spec, &err) != TL_OK)

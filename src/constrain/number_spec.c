@@ -302,13 +302,12 @@ static i128 decimal_scaled(const decimal *d, int scale, bool ceil_) {
     if (m == 0)
         return 0;
     if (e >= 0) {
-        if (e > 36)
+        int digits = 0;
+        for (i128 x = m; x; x /= 10)
+            digits++;
+        r = digits + e > 36 ? NUM_BIG : m * num_pow10(e); /* 10^36 < NUM_BIG < 2^127 */
+        if (r > NUM_BIG)
             r = NUM_BIG;
-        else {
-            r = m * num_pow10(e);
-            if (r > NUM_BIG || r < 0)
-                r = NUM_BIG;
-        }
         return d->neg ? -r : r;
     }
     i128 div = -e > 38 ? num_pow10(38) : num_pow10(-e);

@@ -85,6 +85,15 @@ static void test_specs(void) {
     CHECK(sp.hi == INT64_MAX && sp.max_int_digits == 19);
     CHECK(parse("{\"type\":\"integer\",\"minimum\":0,\"maximum\":100,\"x-max-digits\":2}", &sp, &err) == TL_OK);
     CHECK(sp.hi == 99);
+    /* bounds far beyond the digits are clamped to what the digits can write */
+    CHECK(parse("{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":100999999100000000000000000999999999990.25,"
+                "\"multipleOf\":5.25}",
+                &sp, &err) == TL_OK);
+    CHECK(sp.decimals == 2 && sp.max_int_digits == 19 && sp.lo == -150 && sp.step == 525);
+    CHECK(sp.hi == (__int128)1000000000000000000 * 1000 - 1); /* 10^21 - 1: 19 digits and 2 decimals */
+    CHECK(parse("{\"type\":\"number\",\"minimum\":-1e300,\"maximum\":1e300}", &sp, &err) == TL_OK);
+    CHECK(sp.max_int_digits == 19);
+    expect_error("{\"type\":\"number\",\"minimum\":1e300}", "no number satisfies");
     tl_strbuf d = TL_STRBUF_INIT;
     CHECK(parse("{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":1.5,\"multipleOf\":0.25}", &sp, &err) == TL_OK);
     tl_number_spec_describe(&sp, &d);
