@@ -32,7 +32,9 @@
  *   x-max-digits       most digits BEFORE the decimal point (1..19); default:
  *                      enough for the bounds, else 19 for integers and 12 for
  *                      numbers, so generation always ends
- * Integers are exact int64: a bound outside int64 is a schema error; an
+ * Bounds are read as exact decimals (0.3 is 3 tenths) and rounded inward to
+ * the decimals grid; a bound beyond what max_int_digits can write is clamped
+ * to it. Integers are exact int64: a bound outside int64 is a schema error; an
  * unbounded side defaults to INT64_MIN / INT64_MAX. Numbers come out as double.
  * Schema errors (TL_ERR_SCHEMA) name the JSON path: min > max, multipleOf <= 0,
  * non-numeric bounds, a range no value satisfies, `open` on a number field.
@@ -108,8 +110,9 @@ bool tl_number_spec_prefix_viable(const tl_number_spec *spec, const char *prefix
 /* ===== per-vocabulary token index ======================================= */
 
 /* What every token can contribute to a number, precomputed once per
- * vocabulary (~150k tokens: tens of ms) so that a mask costs microseconds.
- * Immutable after creation; shareable across threads. */
+ * vocabulary (151k Qwen tokens: ~0.1 s) so that a mask costs about a
+ * microsecond (bench/bench_numbers.sh). Immutable after creation; shareable
+ * across threads; keep one per backend vocabulary. */
 typedef struct tl_number_index tl_number_index;
 
 tl_status tl_number_index_new(const tl_vocab *v, tl_number_index **out, tl_error *err);
