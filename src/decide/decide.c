@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constrain/constrain.h"
 #include "decide/chat_template.h"
 #include "decide/labels.h"
 #include "decide/plan.h"
@@ -28,6 +29,12 @@ typedef struct field_outcome {
     double *logprobs; /* n_values: full-vocabulary log-softmax of each label token */
     double *probs;    /* n_values: renormalized over the candidates (after temperature) */
     json_t *trace;    /* or NULL */
+    /* generated numbers */
+    tl_number_value num;
+    char *num_text;     /* the number as generated */
+    double num_prob;    /* probability of the whole text under the constrained distribution */
+    double num_logprob; /* its log-probability under the unconstrained model (sum over tokens) */
+    size_t num_tokens;
 } field_outcome;
 
 typedef struct decide_run {
@@ -38,6 +45,7 @@ typedef struct decide_run {
     tl_labelset labels;
     field_outcome *out;
     tl_usage usage;
+    tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
@@ -125,6 +133,79 @@ static json_t *ids_json(const int32_t *ids, size_t n) {
     return a;
 }
 
+/* Generates field fi's number after the question in seq (the number
+ * automaton of src/constrain: only tokens that keep the text a valid prefix
+ * of an allowed number, closing only once it is complete). */
+static tl_status generate_number(decide_run *r, const tl_idseq *seq, size_t fi, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    field_outcome *o = &r->out[fi];
+    tl_number_close close = {0};
+    int32_t term_ids[2];
+    size_t n_term = 0;
+    if (r->render.style == TL_STYLE_RECORD) {
+        close.terminator = "\"";
+    } else {
+        /* The assistant turn ends with the end-of-turn token. */
+        close.allow_leading_space = true;
+        if (r->b->vocab) {
+            int32_t eot = tl_vocab_eot(r->b->vocab), eos = tl_vocab_eos(r->b->vocab);
+            if (eot >= 0)
+                term_ids[n_term++] = eot;
+            if (eos >= 0 && eos != eot)
+                term_ids[n_term++] = eos;
+        } else {
+            int32_t *ids = NULL;
+            size_t n = 0;
+            const char *ac = r->render.chat->assistant_close;
+            tl_status st = tl_backend_tokenize(r->b, ac, strlen(ac), false, true, &ids, &n, err);
+            if (st)
+                return st;
+            if (n)
+                term_ids[n_term++] = ids[0];
+            free(ids);
+        }
+        close.terminator_ids = term_ids;
+        close.n_terminator_ids = n_term;
+        if (!n_term)
+            close.terminator = "\n";
+    }
+    tl_sample_params sp = {.temperature = r->opts->temperature,
+                           .seed = r->opts->seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(fi + 1))};
+    tl_number_result nr;
+    memset(&nr, 0, sizeof nr);
+    tl_status st = tl_number_generate(r->b, r->number_index, &f->number, &close, seq->ids, seq->n, &sp, &nr, err);
+    if (st) {
+        tl_number_result_free(&nr);
+        return tl_error_wrap(err, "decide: %s", f->path);
+    }
+    r->usage.prompt_tokens += nr.usage.prompt_tokens;
+    r->usage.cached_tokens += nr.usage.cached_tokens;
+    r->usage.computed_tokens += nr.usage.computed_tokens;
+    r->usage.forward_passes += nr.usage.forward_passes;
+    r->usage.output_tokens += nr.usage.output_tokens;
+    o->num = nr.value;
+    o->num_text = strdup(nr.text ? nr.text : "");
+    o->num_prob = exp(nr.sum_logprob_allowed);
+    o->num_logprob = nr.sum_logprob_full;
+    o->num_tokens = nr.n_ids;
+    tl_number_result_free(&nr);
+    return o->num_text ? TL_OK : nomem(err);
+}
+
+/* The generated number written back: its text, then the record or turn closed. */
+static tl_status append_number_answer(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    const char *text = r->out[fi].num_text;
+    tl_status st = tl_idseq_append_text(r->b, seq, text, strlen(text), false, err);
+    tl_strbuf a = TL_STRBUF_INIT;
+    size_t body = 0;
+    if (!st && !tl_render_number_answer_text(&r->render, text, &a, &body))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, a.buf, a.len, body, err);
+    tl_strbuf_free(&a);
+    return st;
+}
+
 /* ---- one wave ------------------------------------------------------------ */
 
 /* Scores the fields order[0..k) as branches of base in one batched step,
@@ -139,17 +220,20 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         return nomem(err);
     }
     tl_status st = TL_OK;
+    size_t n_reqs = 0;
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
         const tl_dfield *f = &r->schema->fields[fi];
         st = tl_idseq_copy(&branches[j], base, err);
         if (!st)
             st = append_question(r, &branches[j], fi, err);
-        reqs[j] = (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, f->n_values, r->out[fi].logprobs};
+        if (!tl_dfield_generated(f))
+            reqs[n_reqs++] =
+                (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, f->n_values, r->out[fi].logprobs};
     }
     tl_usage wave_usage = {0};
-    if (!st)
-        st = tl_backend_score(r->b, reqs, k, &wave_usage, err);
+    if (!st && n_reqs)
+        st = tl_backend_score(r->b, reqs, n_reqs, &wave_usage, err);
     r->usage.prompt_tokens += wave_usage.prompt_tokens;
     r->usage.cached_tokens += wave_usage.cached_tokens;
     r->usage.computed_tokens += wave_usage.computed_tokens;
@@ -157,10 +241,16 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
         field_outcome *o = &r->out[fi];
-        st = decision_choose(o->logprobs, r->schema->fields[fi].n_values, r->opts->temperature, r->opts->seed, fi,
-                             o->probs, &o->chosen, err);
-        o->decided = true;
-        o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
+        if (tl_dfield_generated(&r->schema->fields[fi])) {
+            st = generate_number(r, &branches[j], fi, err);
+            o->decided = true;
+            o->abstained = !st && r->opts->threshold > 0 && o->num_prob < r->opts->threshold;
+        } else {
+            st = decision_choose(o->logprobs, r->schema->fields[fi].n_values, r->opts->temperature, r->opts->seed,
+                                 fi, o->probs, &o->chosen, err);
+            o->decided = true;
+            o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
+        }
         if (!st && r->opts->trace) {
             o->trace = json_pack("{s:o, s:I, s:I, s:s%, s:{s:I, s:I, s:I}}", "ids",
                                  ids_json(branches[j].ids, branches[j].n), "position", (json_int_t)branches[j].n - 1,
@@ -187,7 +277,8 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             st = append_question(r, base, fi, err);
         }
         if (!st)
-            st = append_answer(r, base, fi, r->out[fi].chosen, err);
+            st = tl_dfield_generated(&r->schema->fields[fi]) ? append_number_answer(r, base, fi, err)
+                                                             : append_answer(r, base, fi, r->out[fi].chosen, err);
     }
     for (size_t j = 0; j < k; j++)
         tl_idseq_free(&branches[j]);
@@ -207,6 +298,21 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     if (!fj || !probs || !cands) {
         json_decref(fj), json_decref(probs), json_decref(cands);
         return NULL;
+    }
+    if (tl_dfield_generated(f)) {
+        json_decref(probs), json_decref(cands);
+        json_object_set_new(fj, "value", !has_value ? json_null()
+                                         : o->num.is_integer ? json_integer((json_int_t)o->num.ival)
+                                                             : json_real(o->num.dval));
+        json_object_set_new(fj, "label", json_null());
+        json_object_set_new(fj, "text", o->num_text ? json_string(o->num_text) : json_null());
+        json_object_set_new(fj, "probability", json_real(o->num_prob));
+        json_object_set_new(fj, "logprob", isfinite(o->num_logprob) ? json_real(o->num_logprob) : json_null());
+        json_object_set_new(fj, "tokens", json_integer((json_int_t)o->num_tokens));
+        json_object_set_new(fj, "abstained", json_boolean(o->abstained));
+        if (o->trace)
+            json_object_set(fj, "trace", o->trace);
+        return fj;
     }
     json_object_set_new(fj, "value", has_value ? json_incref(f->values[o->chosen]) : json_null());
     json_object_set_new(fj, "label", has_value ? json_string(r->labels.text[o->chosen]) : json_null());
@@ -238,14 +344,12 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
     }
     for (size_t fi = 0; fi < r->schema->n_fields; fi++) {
         const tl_dfield *f = &r->schema->fields[fi];
-        const field_outcome *o = &r->out[fi];
-        bool has_value = (o->decided || o->given) && !o->abstained;
-        json_object_set_new(values, f->key, has_value ? json_incref(f->values[o->chosen]) : json_null());
         json_t *fj = field_json(r, fi);
         if (!fj) {
             json_decref(res), json_decref(values), json_decref(fields);
             return nomem(err);
         }
+        json_object_set(values, f->key, json_object_get(fj, "value"));
         json_object_set_new(fields, f->key, fj);
     }
     json_object_set_new(res, "values", values);
@@ -312,6 +416,9 @@ static tl_status apply_given(decide_run *r, const json_t *given, bool *done, siz
         long fi = tl_dschema_find(r->schema, key);
         if (fi < 0)
             return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: no such field", key);
+        if (tl_dfield_generated(&r->schema->fields[fi]))
+            return tl_error_set(err, TL_ERR_UNSUPPORTED, "decide: given/%s: generated number fields cannot be given",
+                                key);
         long vi = tl_dfield_value_index(&r->schema->fields[fi], v);
         if (vi < 0)
             return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: value is not in the field's domain", key);
@@ -399,13 +506,18 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
     }
     for (size_t i = 0; i < n; i++) {
         size_t nv = r->schema->fields[i].n_values;
-        r->out[i].logprobs = calloc(nv, sizeof(double));
-        r->out[i].probs = calloc(nv, sizeof(double));
+        r->out[i].logprobs = calloc(nv ? nv : 1, sizeof(double));
+        r->out[i].probs = calloc(nv ? nv : 1, sizeof(double));
         if (!r->out[i].logprobs || !r->out[i].probs) {
             st = nomem(err);
             goto out;
         }
     }
+    bool any_numbers = false;
+    for (size_t i = 0; i < n; i++)
+        any_numbers |= tl_dfield_generated(&r->schema->fields[i]);
+    if (any_numbers && b->vocab && (st = tl_number_index_new(b->vocab, &r->number_index, err)))
+        goto out;
     if ((st = apply_given(r, given, done, given_order, &n_given, err)) || (st = fill_labels(r, err)) ||
         (st = tl_dplan_make(r->schema, mode, done, &plan, err)) ||
         (st = tl_render_begin(b, &r->render, r->schema, context ? context : "", context_len, &base, err)))
@@ -429,7 +541,9 @@ out:
             free(r->out[i].logprobs);
             free(r->out[i].probs);
             json_decref(r->out[i].trace);
+            free(r->out[i].num_text);
         }
+    tl_number_index_free(r->number_index);
     free(r->out);
     tl_dschema_free(r->schema);
     tl_idseq_free(&base);

@@ -37,8 +37,13 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
                    context[len - 1] == '\t'))
         len--;
     ok &= tl_strbuf_append(out, context, len);
+    bool numbers = false;
+    for (size_t i = 0; i < s->n_fields; i++)
+        numbers |= tl_dfield_generated(&s->fields[i]);
     if (r->style == TL_STYLE_CHAT)
-        ok &= tl_strbuf_puts(out, "\n\nAnswer each Choice with the label of one of its choices.\n\n");
+        ok &= tl_strbuf_puts(out, numbers ? "\n\nAnswer each Choice with the label of one of its choices, and each "
+                                            "Number with a number.\n\n"
+                                          : "\n\nAnswer each Choice with the label of one of its choices.\n\n");
     else
         ok &= tl_strbuf_puts(out, "\n\nEach record below answers one question about the input with the label of one "
                                   "of its choices.\n\n");
@@ -79,14 +84,24 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
     bool chat = r->style == TL_STYLE_CHAT;
     const char *indent = chat ? "  " : "";
     const char *sep = chat ? ",\n" : "\n";
-    bool ok = tl_strbuf_puts(out, chat ? "Choice(\n" : "field ");
+    bool generated = tl_dfield_generated(f);
+    bool ok = tl_strbuf_puts(out, !chat ? "field " : generated ? "Number(\n" : "Choice(\n");
     ok &= tl_strbuf_printf(out, "%sname=", indent);
     ok &= tl_strbuf_json_string(out, f->name, strlen(f->name));
     ok &= tl_strbuf_printf(out, "%s%squestion=", sep, indent);
     ok &= tl_strbuf_json_string(out, f->question, strlen(f->question));
-    ok &= tl_strbuf_printf(out, "%s%schoices=", sep, indent);
-    ok &= put_choices(f, labels, out);
-    if (has_descriptions(f)) {
+    if (generated) {
+        /* e.g. type="integer in [1, 10]" */
+        tl_strbuf desc = TL_STRBUF_INIT;
+        tl_number_spec_describe(&f->number, &desc);
+        ok &= tl_strbuf_printf(out, "%s%stype=", sep, indent);
+        ok &= tl_strbuf_json_string(out, tl_strbuf_cstr(&desc), desc.len);
+        tl_strbuf_free(&desc);
+    } else {
+        ok &= tl_strbuf_printf(out, "%s%schoices=", sep, indent);
+        ok &= put_choices(f, labels, out);
+    }
+    if (!generated && has_descriptions(f)) {
         ok &= tl_strbuf_printf(out, "%s%sdescriptions=", sep, indent);
         ok &= put_descriptions(f, labels, out);
     }
@@ -218,6 +233,19 @@ tl_status tl_idseq_append_text(tl_backend *b, tl_idseq *s, const char *text, siz
     if (!st && !tl_strbuf_append(&s->text, text, len))
         st = tl_error_set(err, TL_ERR_NOMEM, "render: out of memory");
     return st;
+}
+
+bool tl_render_number_answer_text(const tl_render *r, const char *number, tl_strbuf *out, size_t *body_len) {
+    size_t start = out->len;
+    if (r->style == TL_STYLE_RECORD) {
+        bool ok = tl_strbuf_printf(out, "\"\nvalue=%s\n\n", number);
+        if (body_len)
+            *body_len = out->len - start;
+        return ok;
+    }
+    if (body_len)
+        *body_len = 0;
+    return tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);
 }
 
 tl_status tl_idseq_append_framed(tl_backend *b, tl_idseq *s, const char *text, size_t len, size_t body_len,

@@ -52,6 +52,9 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
  * record closed; *body_len as above. */
 bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_idx, tl_strbuf *out,
                            size_t *body_len);
+/* What follows a generated number's text (the number itself is the answer):
+ * record: the closing quote and value=N; chat: the turn closed. */
+bool tl_render_number_answer_text(const tl_render *r, const char *number, tl_strbuf *out, size_t *body_len);
 /* The text right before the answer token (labels are verified after it), and
  * the text the answer token carries before the label. */
 const char *tl_render_label_tail(const tl_render *r);

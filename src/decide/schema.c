@@ -252,6 +252,8 @@ static tl_status field_set_values(tl_dfield *f, json_t *const *vals, size_t n, c
             if (!json_is_number(v) || !isfinite(json_number_value(v))) want = "a finite number";
             break;
         case TL_DFIELD_BOOLEAN: if (!json_is_boolean(v)) want = "a boolean"; break;
+        case TL_DFIELD_INTEGER:
+        case TL_DFIELD_NUMBER: want = "allowed (generated fields have no value list)"; break;
         }
         if (want)
             return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s/%zu: value is not %s", f->path, src, i, want);
@@ -363,6 +365,27 @@ static tl_status infer_kind(tl_dfield *f, const prop_view *v, tl_error *err) {
     return TL_OK;
 }
 
+/* An integer/number field without enum: its range, step and digits become a
+ * number spec (constrain.h), read from the property seen through its $ref
+ * chain (the property's own keywords win). */
+static tl_status field_parse_number(tl_dfield *f, const prop_view *v, bool integer, tl_error *err) {
+    json_t *merged = json_object();
+    if (!merged)
+        return nomem(err);
+    for (size_t i = v->n; i-- > 0;)
+        json_object_update(merged, (json_t *)v->layer[i]);
+    json_object_del(merged, "$ref");
+    tl_status st = tl_number_spec_from_schema(merged, f->path, &f->number, err);
+    json_decref(merged);
+    if (st) {
+        if (err)
+            tl_error_wrap(err, "schema");
+        return st;
+    }
+    f->kind = integer ? TL_DFIELD_INTEGER : TL_DFIELD_NUMBER;
+    return TL_OK;
+}
+
 static tl_status field_parse_kind_and_values(tl_dfield *f, const prop_view *v, tl_error *err) {
     const json_t *type = view_get(v, "type");
     bool has_values = view_get(v, "enum") || view_get(v, "oneOf") || view_get(v, "anyOf");
@@ -386,12 +409,10 @@ static tl_status field_parse_kind_and_values(tl_dfield *f, const prop_view *v, t
         } else if (!strcmp(t, "number") && json_is_string(fmt) && !strcmp(json_string_value(fmt), "score")) {
             f->kind = TL_DFIELD_SCORE;
         } else if (!strcmp(t, "integer") || !strcmp(t, "number")) {
+            bool integer = !strcmp(t, "integer");
             if (!has_values)
-                return tl_error_set(err, TL_ERR_SCHEMA,
-                                    "schema: %s: %s field without enum needs the numbers automaton, which this build "
-                                    "does not have yet (declare an \"enum\", or use \"format\":\"score\")",
-                                    f->path, t);
-            f->kind = !strcmp(t, "integer") ? TL_DFIELD_INTEGER_ENUM : TL_DFIELD_NUMBER_ENUM;
+                return field_parse_number(f, v, integer, err);
+            f->kind = integer ? TL_DFIELD_INTEGER_ENUM : TL_DFIELD_NUMBER_ENUM;
         } else if (!strcmp(t, "array") || !strcmp(t, "object") || !strcmp(t, "null")) {
             return tl_error_set(err, TL_ERR_SCHEMA,
                                 "schema: %s/type: '%s' is not a decision (fields are enums, booleans, scores)", f->path,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "constrain/constrain.h"
 #include "typellm.h"
 
 #define TL_DFIELD_MAX_VALUES 255
@@ -21,7 +22,9 @@ typedef enum tl_dfield_kind {
     TL_DFIELD_INTEGER_ENUM, /* {"type":"integer","enum":[...]} */
     TL_DFIELD_NUMBER_ENUM,  /* {"type":"number","enum":[...]} */
     TL_DFIELD_BOOLEAN,      /* {"type":"boolean"}: true, false */
-    TL_DFIELD_SCORE         /* {"type":"number","format":"score"}: 0.0, 0.1, ..., 1.0 */
+    TL_DFIELD_SCORE,        /* {"type":"number","format":"score"}: 0.0, 0.1, ..., 1.0 */
+    TL_DFIELD_INTEGER,      /* {"type":"integer"} without enum: generated under the number automaton */
+    TL_DFIELD_NUMBER        /* {"type":"number"} without enum: likewise */
 } tl_dfield_kind;
 
 typedef struct tl_dfield {
@@ -31,7 +34,8 @@ typedef struct tl_dfield {
     char *path;           /* JSON pointer of the property, e.g. /properties/severity */
     tl_dfield_kind kind;
     bool required;
-    size_t n_values;      /* 1..TL_DFIELD_MAX_VALUES */
+    size_t n_values;      /* 1..TL_DFIELD_MAX_VALUES; 0 for generated numbers */
+    tl_number_spec number; /* TL_DFIELD_INTEGER / TL_DFIELD_NUMBER: the allowed set (constrain.h) */
     json_t **values;      /* n_values owned references: the typed values */
     char **value_keys;    /* n_values: the value as text ("travel", "true", "0.3", "2"): probability keys */
     char **value_json;    /* n_values: the value as compact JSON ("\"travel\"", "true", "0.3"): rendering */
@@ -47,6 +51,11 @@ typedef struct tl_dschema {
     tl_dfield *fields;
     bool any_deps;        /* some field declares depends_on */
 } tl_dschema;
+
+/* True for fields generated token by token (integer/number without enum). */
+static inline bool tl_dfield_generated(const tl_dfield *f) {
+    return f->kind == TL_DFIELD_INTEGER || f->kind == TL_DFIELD_NUMBER;
+}
 
 /* Parses and validates; *out is freed with tl_dschema_free. */
 tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err);

@@ -344,6 +344,45 @@ static void test_sampling_and_threshold(fixture *fx) {
     json_decref(r);
 }
 
+/* integer/number fields without enum: generated under the number automaton
+ * (src/constrain), typed, in range, and written back for later decisions. */
+static void test_numbers(fixture *fx, const char *style) {
+    const char *schema = "{\"properties\":{"
+                         "\"nights\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":30},"
+                         "\"amount\":{\"type\":\"number\",\"minimum\":-50,\"maximum\":5000,\"x-decimals\":2},"
+                         "\"kind\":{\"type\":\"string\",\"enum\":[\"hotel\",\"meal\"]}}}";
+    const char *modes[] = {"sequential", "batch"};
+    for (int m = 0; m < 2; m++) {
+        tl_decide_opts o = {.mode = modes[m], .style = style, .trace = true};
+        if (style && !strcmp(style, "chat") && !fx->b->chat_template)
+            o.chat_template = "chatml";
+        json_t *r = run(fx->b, schema, NULL, &o);
+        if (!r)
+            continue;
+        json_t *vals = json_object_get(r, "values"), *fields = json_object_get(r, "fields");
+        json_t *nights = json_object_get(vals, "nights"), *amount = json_object_get(vals, "amount");
+        CHECKF(json_is_integer(nights) && json_integer_value(nights) >= 1 && json_integer_value(nights) <= 30,
+               "nights out of range");
+        double a = json_number_value(amount);
+        CHECKF(json_is_number(amount) && a >= -50 && a <= 5000 && fabs(a * 100 - round(a * 100)) < 1e-6,
+               "amount %g", a);
+        json_t *fa = json_object_get(fields, "amount");
+        double p = json_real_value(json_object_get(fa, "probability"));
+        CHECK(p > 0 && p <= 1 + 1e-12);
+        CHECK(json_integer_value(json_object_get(fa, "tokens")) >= 1);
+        const char *kinds = json_string_value(json_object_get(vals, "kind"));
+        CHECK(kinds && (!strcmp(kinds, "hotel") || !strcmp(kinds, "meal")));
+        if (m == 0) {
+            /* sequential: the amount's prompt shows the nights generated before it */
+            const char *t = json_string_value(json_object_get(json_object_get(fa, "trace"), "text"));
+            const char *nt = json_string_value(json_object_get(json_object_get(fields, "nights"), "text"));
+            CHECK(t && nt && strstr(t, nt));
+            CHECK(is_prefix(trace_ids(r, "nights"), trace_ids(r, "amount")));
+        }
+        json_decref(r);
+    }
+}
+
 static void test_errors(fixture *fx) {
     json_t *schema = parse("{\"properties\":{\"a\":{\"type\":\"boolean\"}}}"), *res = NULL;
     tl_error err = {0};
@@ -379,6 +418,8 @@ int main(void) {
         test_sequential(&fx, "qwen2");
         test_batch(&fx, "qwen2");
         test_sampling_and_threshold(&fx);
+        test_numbers(&fx, NULL);
+        test_numbers(&fx, "record");
         test_errors(&fx);
         /* record style on the same model */
         tl_decide_opts o = {.style = "record", .mode = "sequential", .trace = true};
@@ -395,6 +436,8 @@ int main(void) {
     if (open_model("models/llama-spm-d64-f32.gguf", &fx)) {
         test_sequential(&fx, "llama-spm");
         test_batch(&fx, "llama-spm");
+        test_numbers(&fx, NULL);
+        test_numbers(&fx, "chat");
         /* a forced chat family on a model without a template */
         tl_decide_opts o = {.chat_template = "llama2", .mode = "sequential", .trace = true};
         json_t *r = run(fx.b, TICKET_SCHEMA, NULL, &o);

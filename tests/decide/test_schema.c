@@ -102,6 +102,18 @@ static void test_shapes(void) {
     }
     tl_dschema_free(s);
 
+    /* integer/number without enum: generated, with a number spec */
+    s = expect_ok("{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10},"
+                  "\"x\":{\"$ref\":\"#/$defs/Amount\",\"question\":\"How much?\"}},"
+                  "\"$defs\":{\"Amount\":{\"type\":\"number\",\"minimum\":0,\"maximum\":500,\"x-decimals\":2}}}");
+    if (s) {
+        CHECK(s->fields[0].kind == TL_DFIELD_INTEGER && tl_dfield_generated(&s->fields[0]) && s->fields[0].n_values == 0);
+        CHECK(s->fields[0].number.kind == TL_NUMBER_INTEGER && s->fields[0].number.lo == 1 && s->fields[0].number.hi == 10);
+        CHECK(s->fields[1].kind == TL_DFIELD_NUMBER && s->fields[1].number.decimals == 2);
+        CHECK(!strcmp(s->fields[1].question, "How much?"));
+    }
+    tl_dschema_free(s);
+
     /* 255 values is the limit and is fine. */
     json_t *big = json_object(), *props = json_object(), *f255 = json_object(), *en = json_array();
     for (int i = 0; i < 255; i++)
@@ -136,8 +148,11 @@ static void test_errors(void) {
     expect_error("{\"properties\":{\"a\":{}}}", TL_ERR_SCHEMA, "/properties/a: missing \"type\"");
     expect_error("{\"properties\":{\"note\":{\"type\":\"string\"}}}", TL_ERR_SCHEMA,
                  "/properties/note: string field without enum");
-    expect_error("{\"properties\":{\"n\":{\"type\":\"integer\"}}}", TL_ERR_SCHEMA, "/properties/n: integer field");
-    expect_error("{\"properties\":{\"x\":{\"type\":\"number\"}}}", TL_ERR_SCHEMA, "/properties/x: number field");
+    /* integer/number without enum: number specs (src/constrain) with their own errors */
+    expect_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}}}", TL_ERR_SCHEMA,
+                 "/properties/n");
+    expect_error("{\"properties\":{\"x\":{\"type\":\"number\",\"multipleOf\":-1}}}", TL_ERR_SCHEMA,
+                 "/properties/x");
     expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[]}}}", TL_ERR_SCHEMA,
                  "/properties/a/enum: empty enum");
     expect_error("{\"properties\":{\"a\":{\"type\":\"string\",\"enum\":\"x\"}}}", TL_ERR_SCHEMA,
