@@ -211,11 +211,18 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
 
 typedef struct conn_state {
     tl_strbuf body;
+    size_t seen;     /* body bytes received, kept or dropped */
     bool too_large;
     bool replied;  /* a response is queued (early for an oversize body) */
     struct MHD_Connection *conn;
     double t0;
 } conn_state;
+
+/* Oversize bodies up to this many bytes are drained before the 413. */
+static size_t discard_limit(const tl_server *s) {
+    size_t lim = (size_t)64 << 20;
+    return s->p.max_body > lim / 4 ? s->p.max_body * 4 : lim;
+}
 
 /* True when the peer closed its side (or the socket failed). */
 static bool mhd_client_gone(void *ctx) {
@@ -284,23 +291,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cs->conn = c;
         cs->t0 = tl_now_s();
         *con_cls = cs;
-        /* Refuse a declared oversize body before reading it. */
+        /* An oversize body is read and dropped (no memory held) so the client
+         * gets its 413 instead of a reset connection, unless it is absurdly
+         * large: then the 413 goes out at once and the connection closes. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->p.max_body)
+        unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+        if (declared > s->p.max_body)
             cs->too_large = true;
-        if (!cs->too_large)
+        if (declared <= discard_limit(s))
             return MHD_YES;
     }
-    if (*upload_size && !cs->too_large) {
-        if (cs->body.len + *upload_size <= s->p.max_body && tl_strbuf_append(&cs->body, upload_data, *upload_size)) {
-            *upload_size = 0;
+    if (*upload_size) {
+        cs->seen += *upload_size;
+        if (!cs->too_large) {
+            if (cs->body.len + *upload_size <= s->p.max_body &&
+                tl_strbuf_append(&cs->body, upload_data, *upload_size)) {
+                *upload_size = 0;
+                return MHD_YES;
+            }
+            cs->too_large = true;
+            tl_strbuf_free(&cs->body);
+        }
+        if (cs->seen <= discard_limit(s) || cs->replied) {
+            *upload_size = 0; /* dropped */
             return MHD_YES;
         }
-        cs->too_large = true;
-        tl_strbuf_free(&cs->body);
     }
-    if (cs->too_large && cs->replied) {
-        *upload_size = 0; /* the 413 is queued; MHD drops the rest and closes */
+    if (cs->replied) {
+        *upload_size = 0;
         return MHD_YES;
     }
     *upload_size = 0;
