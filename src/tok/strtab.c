@@ -47,7 +47,7 @@ int64_t tl_strtab_find(const tl_strtab *t, const char *s, size_t len) {
         if (slot == 0)
             return -1;
         uint32_t idx = slot - 1;
-        if (t->lens[idx] == len && memcmp(t->pool + t->offs[idx], s, len) == 0)
+        if (t->lens[idx] == len && (len == 0 || memcmp(t->pool + t->offs[idx], s, len) == 0))
             return idx;
         i = (i + 1) & t->mask;
     }
