@@ -68,10 +68,18 @@ typedef struct tl_seq {
 
 /* Evaluates k sequences in one batched forward pass over their uncached
  * tails; a prefix shared by several of them (e.g. a common context with K
- * question branches) is computed once. usage (optional) is accumulated into. */
+ * question branches) is computed once. usage (optional) is accumulated into:
+ * prompt_tokens += sum of n; computed_tokens += tokens run through the model;
+ * cached_tokens += the difference; forward_passes += passes (one per level of
+ * shared prefixes that was not cached yet, plus one per 512 tail tokens).
+ * Results are bit-identical to evaluating each sequence alone from an empty
+ * cache, whatever the batch, the cache state or the thread count. A sequence
+ * longer than the session's n_ctx is TL_ERR_LIMIT; an empty one or an id
+ * outside the vocabulary TL_ERR_INVALID (nothing is evaluated then). */
 tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
 
-/* k = 1 convenience: logits (n_vocab, optional) after ids[0..n). */
+/* k = 1 convenience: logits (n_vocab) after ids[0..n); logits NULL only
+ * brings ids into the cache (nothing recomputed when it is there already). */
 tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
                           tl_error *err);
 
