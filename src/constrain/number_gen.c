@@ -88,8 +88,9 @@ void tl_number_result_free(tl_number_result *r) {
 
 static size_t default_steps(const tl_number_spec *spec, const tl_number_close *close) {
     size_t tl = close->terminator ? (close->terminator_len ? close->terminator_len : strlen(close->terminator)) : 0;
-    /* each token adds at least one byte: space, sign, digits, point, decimals, terminator */
-    return 4 + (size_t)spec->max_int_digits + (size_t)spec->decimals + tl;
+    /* each token adds at least one byte: space, sign, digits, point, decimals,
+     * terminator (or one terminator id); two more for slack */
+    return 6 + (size_t)spec->max_int_digits + (size_t)spec->decimals + tl;
 }
 
 static char *dup_bytes(const char *s, size_t n) {
