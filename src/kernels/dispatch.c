@@ -2,12 +2,25 @@
  * the best the CPU reports (cpuid + what the OS saves, via GCC's builtins),
  * unless TL_ISA=scalar|avx2|avx512 asks for a lower one. Tests may switch
  * paths with tl_kernels_force_isa to compare them in one process. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "kernels/kernels_internal.h"
 
 static int isa_chosen = -1; /* tl_isa, or -1 before the first query */
+
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C straight from cpuid: clang 14 does not know "f16c" as a
+ * __builtin_cpu_supports feature name, and the fuzz build uses clang. */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
 
 static tl_isa best_supported(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -15,10 +28,10 @@ static tl_isa best_supported(void) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
         __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        __builtin_cpu_supports("fma") && cpu_has_f16c())
         return TL_ISA_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+        cpu_has_f16c())
         return TL_ISA_AVX2;
 #endif
     return TL_ISA_SCALAR;
