@@ -194,8 +194,12 @@ void tl_dequant_row(tl_ggml_type t, const void *src, float *dst, int64_t n) {
 /* ---- quantization: 32-blocks --------------------------------------------- */
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-/* Round half away from zero, as ggml's reference quantizers do. */
-static int round_int(float v) { return (int)lroundf(v); }
+/* Round half away from zero (as ggml's reference quantizers do), inline;
+ * values beyond +-1e9 (a degenerate scale) saturate, NaN gives -1e9. */
+static inline int round_int(float v) {
+    if (!(v > -1e9f && v < 1e9f)) return v >= 1e9f ? 1000000000 : -1000000000;
+    return (int)(v >= 0 ? v + 0.5f : v - 0.5f);
+}
 /* 1/d, or 0 when d is 0 or so small that 1/d overflows (codes then all 0). */
 static float safe_inv(float d) {
     float id = d != 0 ? 1.0f / d : 0;
