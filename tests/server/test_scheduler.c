@@ -1,0 +1,165 @@
+/* test_scheduler.c: the scheduler that owns the model session. Eight
+ * threads submit evaluations at once: every result equals the same
+ * evaluation run alone (bit for bit: batching must not change numbers),
+ * concurrent requests are merged into shared batches (fewer batches than
+ * jobs), a job whose client has gone or whose deadline has passed is dropped
+ * while queued, and freeing the scheduler with no work is clean. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server_internal.h"
+#include "tl_test.h"
+#include "util/fileio.h"
+
+enum { N_THREADS = 8, N_ROUNDS = 12, N_VOCAB_MAX = 512 };
+
+typedef struct worker {
+    tl_scheduler *sched;
+    int id;
+    int32_t n_vocab;
+    float *ref;   /* N_ROUNDS x n_vocab logits computed alone */
+    int mismatches;
+    int failures;
+} worker;
+
+/* The sequence thread `id` evaluates in round r: a shared story prefix and a tail of its own. */
+static size_t make_seq(int id, int r, int32_t *ids) {
+    static const int32_t prefix[] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 400, 428, 395};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof prefix / sizeof prefix[0]; i++)
+        ids[n++] = prefix[i];
+    for (int k = 0; k <= r % 4; k++)
+        ids[n++] = (int32_t)(260 + (id * 31 + r * 7 + k * 13) % 200);
+    return n;
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    float *logits = malloc((size_t)w->n_vocab * sizeof *logits);
+    int32_t ids[32];
+    for (int r = 0; r < N_ROUNDS; r++) {
+        size_t n = make_seq(w->id, r, ids);
+        tl_seq seq = {.ids = ids, .n = n, .logits = logits};
+        tl_error err = {0};
+        if (tl_scheduler_eval(w->sched, &seq, 1, NULL, NULL, &err) != TL_OK) {
+            w->failures++;
+            continue;
+        }
+        if (memcmp(logits, w->ref + (size_t)r * (size_t)w->n_vocab, (size_t)w->n_vocab * sizeof *logits))
+            w->mismatches++;
+    }
+    free(logits);
+    return NULL;
+}
+
+/* A long batch (64 distinct 400-token sequences) that keeps the scheduler busy. */
+typedef struct busy_job {
+    tl_scheduler *sched;
+    int32_t nv;
+    tl_status status;
+    int done;
+} busy_job;
+
+static void *busy_main(void *arg) {
+    busy_job *b = arg;
+    enum { K = 64, LEN = 400 };
+    int32_t *ids = malloc((size_t)K * LEN * sizeof *ids);
+    tl_seq seqs[K];
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < LEN; i++)
+            ids[k * LEN + i] = (int32_t)(1 + (i * 37 + k * 101) % (b->nv - 1));
+        seqs[k] = (tl_seq){.ids = ids + k * LEN, .n = LEN};
+    }
+    tl_error err = {0};
+    b->status = tl_scheduler_eval(b->sched, seqs, K, NULL, NULL, &err);
+    __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+    free(ids);
+    return NULL;
+}
+
+static bool always_gone(void *ctx) {
+    (void)ctx;
+    return true;
+}
+
+int main(void) {
+    tl_error err = {0};
+    tl_model *m = NULL;
+    if (tl_model_load(tl_fixture("models/stories260k-f32.gguf"), &m, &err) != TL_OK) {
+        fprintf(stderr, "load: %s\n", err.msg);
+        return 1;
+    }
+    int32_t nv = tl_model_n_vocab(m);
+    CHECK(nv <= N_VOCAB_MAX);
+    tl_session_params sp = {.n_threads = 1};
+    tl_session *alone = NULL, *shared = NULL;
+    CHECK(tl_session_new(m, &sp, &alone, &err) == TL_OK);
+    CHECK(tl_session_new(m, &sp, &shared, &err) == TL_OK);
+
+    /* References: each sequence alone, from an empty cache. */
+    worker ws[N_THREADS];
+    int32_t ids[32];
+    for (int t = 0; t < N_THREADS; t++) {
+        ws[t] = (worker){.id = t, .n_vocab = nv};
+        ws[t].ref = malloc((size_t)N_ROUNDS * (size_t)nv * sizeof(float));
+        for (int r = 0; r < N_ROUNDS; r++) {
+            size_t n = make_seq(t, r, ids);
+            tl_session_flush(alone);
+            CHECK(tl_session_eval(alone, ids, n, ws[t].ref + (size_t)r * (size_t)nv, NULL, &err) == TL_OK);
+        }
+    }
+
+    tl_scheduler *sched = NULL;
+    CHECK(tl_scheduler_new(shared, 256, &sched, &err) == TL_OK);
+    pthread_t th[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        ws[t].sched = sched;
+        pthread_create(&th[t], NULL, worker_main, &ws[t]);
+    }
+    int mismatches = 0, failures = 0;
+    for (int t = 0; t < N_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        mismatches += ws[t].mismatches;
+        failures += ws[t].failures;
+        free(ws[t].ref);
+    }
+    size_t batches = tl_scheduler_batches_run(sched);
+    CHECKF(failures == 0, "%d evaluations failed", failures);
+    CHECKF(mismatches == 0, "%d results differ from the same evaluation alone", mismatches);
+    CHECKF(batches < (size_t)(N_THREADS * N_ROUNDS), "%zu batches for %d jobs: concurrent jobs were not merged",
+           batches, N_THREADS * N_ROUNDS);
+    fprintf(stderr, "%d jobs ran in %zu batches\n", N_THREADS * N_ROUNDS, batches);
+
+    /* Cancellation and deadlines apply while a job waits: occupy the
+     * scheduler with a long batch on another thread, then submit jobs whose
+     * client is gone / whose deadline has passed. If the long batch is still
+     * running when they return, they must have been dropped from the queue. */
+    tl_scheduler_flush(sched, &err);
+    busy_job bj = {.sched = sched, .nv = nv};
+    pthread_t bt;
+    pthread_create(&bt, NULL, busy_main, &bj);
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int32_t small[3] = {1, 403, 407};
+    tl_seq s1 = {.ids = small, .n = 3};
+    sched_wait gone = {.client_gone = always_gone};
+    sched_wait late = {.deadline_s = tl_now_s() - 1};
+    tl_status a = tl_scheduler_eval(sched, &s1, 1, &gone, NULL, &err);
+    bool busy_after_a = !__atomic_load_n(&bj.done, __ATOMIC_SEQ_CST);
+    tl_status b = tl_scheduler_eval(sched, &s1, 1, &late, NULL, &err);
+    bool busy_after_b = !__atomic_load_n(&bj.done, __ATOMIC_SEQ_CST);
+    CHECKF(a == TL_ERR_CANCELLED || (a == TL_OK && !busy_after_a), "gone client: %s", tl_status_name(a));
+    CHECKF(b == TL_ERR_TIMEOUT || (b == TL_OK && !busy_after_b), "deadline: %s", tl_status_name(b));
+    fprintf(stderr, "while busy: gone -> %s, late -> %s\n", tl_status_name(a), tl_status_name(b));
+    pthread_join(bt, NULL);
+    CHECK(bj.status == TL_OK);
+    CHECK(tl_scheduler_flush(sched, &err) == TL_OK);
+
+    tl_scheduler_free(sched);
+    tl_session_free(alone);
+    tl_session_free(shared);
+    tl_model_free(m);
+    return TEST_DONE();
+}
