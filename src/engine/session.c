@@ -17,6 +17,10 @@
 
 #define UBATCH 512           /* tokens per forward pass */
 #define LOGIT_GROUP 16       /* output rows turned into logits at a time */
+/* A shared prefix gets a forward pass of its own when that saves at least
+ * this many token computations; a pass over a few tokens costs about as much
+ * as reading every weight once, so tiny shared bits are cheaper recomputed. */
+#define MIN_SHARED_SAVING 64
 #define MIN_DEFAULT_CACHE_MB 256
 #define MAX_DEFAULT_CACHE_MB 1024
 
@@ -238,7 +242,8 @@ static int compare_seq_ids(const void *a, const void *b) {
  * in that order, itself uncached and contained in both). Then the next
  * round, until every shared node is cached: one pass for a common context,
  * one more per level of nesting (e.g. requests of different contexts merged
- * into one batch, each with its branches). */
+ * into one batch, each with its branches). Nodes saving fewer than
+ * MIN_SHARED_SAVING token computations are left to the tails' pass. */
 static tl_status prefill_shared(tl_session *s, const tl_seq *seqs, size_t k, int64_t *computed, int64_t *passes,
                                 tl_error *err) {
     tl_status st = TL_OK;
@@ -263,7 +268,19 @@ static tl_status prefill_shared(tl_session *s, const tl_seq *seqs, size_t k, int
     for (size_t round = 0; round < k; round++) {
         size_t n_pending = 0;
         for (size_t i = 0; i + 1 < k; i++) {
-            if (lcp[i] == 0 || kv_cache_lookup(&s->cache, order[i]->ids, lcp[i]) >= lcp[i])
+            if (lcp[i] == 0)
+                continue;
+            int32_t cached = kv_cache_lookup(&s->cache, order[i]->ids, lcp[i]);
+            if (cached >= lcp[i])
+                continue;
+            /* worth a pass of its own only if it saves enough recomputation:
+             * (sequences sharing it - 1) x its uncached tokens */
+            size_t lo = i, hi = i + 1;
+            while (lo > 0 && lcp[lo - 1] >= lcp[i])
+                lo--;
+            while (hi + 1 < k && lcp[hi] >= lcp[i])
+                hi++;
+            if ((hi - lo) * (size_t)(lcp[i] - cached) < MIN_SHARED_SAVING)
                 continue;
             /* the same node seen from an earlier pair: same length, nothing shorter between */
             bool dup = false;
