@@ -20,6 +20,7 @@ struct regex_constraint {
     pcre2_code *bytes;     /* the same pattern over bytes (NULL if it has no byte form) */
     pcre2_match_data *md;  /* single-thread use: one constraint per request item */
     pcre2_match_data *md_bytes;
+    pcre2_match_context *mctx; /* bounded work per match: a pathological pattern cannot hang a request */
 };
 
 /* 0: text is complete, valid UTF-8; 1: valid but ends inside a character
@@ -66,6 +67,11 @@ regex_constraint *regex_constraint_new(const char *pattern, tl_error *err) {
     }
     rc->code = code;
     rc->md = pcre2_match_data_create_from_pattern(code, NULL);
+    rc->mctx = pcre2_match_context_create(NULL);
+    if (rc->mctx) {
+        pcre2_set_match_limit(rc->mctx, 100000);
+        pcre2_set_depth_limit(rc->mctx, 10000);
+    }
     /* Byte form: decides partial matches that end inside a multi-byte
      * character, which UTF mode always reports as partial. */
     tl_strbuf w2 = TL_STRBUF_INIT;
@@ -84,6 +90,7 @@ void regex_constraint_free(regex_constraint *rc) {
     pcre2_code_free(rc->code);
     pcre2_match_data_free(rc->md_bytes);
     pcre2_code_free(rc->bytes);
+    pcre2_match_context_free(rc->mctx);
     free(rc);
 }
 
@@ -96,13 +103,13 @@ bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_
     if (state == 1) {
         if (!rc->bytes)
             return false;
-        int r = pcre2_match(rc->bytes, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md_bytes, NULL);
+        int r = pcre2_match(rc->bytes, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md_bytes, rc->mctx);
         return r == PCRE2_ERROR_PARTIAL; /* a full match cannot end mid-character */
     }
-    int r = pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md, NULL);
+    int r = pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, PCRE2_PARTIAL_HARD, rc->md, rc->mctx);
     return r >= 0 || r == PCRE2_ERROR_PARTIAL;
 }
 
 bool regex_constraint_complete(const regex_constraint *rc, const char *text, size_t n) {
-    return pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, 0, rc->md, NULL) >= 0;
+    return pcre2_match(rc->code, (PCRE2_SPTR)text, n, 0, 0, rc->md, rc->mctx) >= 0;
 }

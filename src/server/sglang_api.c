@@ -390,6 +390,18 @@ bool gen_request_parse(const char *body, size_t len, int32_t n_vocab, int cap, g
     }
     out->logprob_start_len = (int)lsl;
     out->top_logprobs_num = (int)tln;
+    /* The reply's size grows with tokens x logprobs asked: bound it. */
+    if (out->return_logprob) {
+        unsigned long long entries = 0;
+        for (size_t i = 0; i < out->n_items; i++)
+            entries += (unsigned long long)out->items[i].sp.max_new_tokens *
+                       ((unsigned long long)out->top_logprobs_num + out->items[i].n_token_ids_logprob + 1);
+        if (entries > 4000000ull) {
+            fail_sglang(f, 413, "max_new_tokens x (top_logprobs_num + token_ids_logprob) asks for %llu logprob "
+                                "entries; the limit is 4000000", entries);
+            goto done;
+        }
+    }
     const json_t *rid = json_object_get(root, "rid");
     if (json_is_string(rid))
         out->rid = strdup(json_string_value(rid));
@@ -900,6 +912,12 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
                 goto done;
             }
         }
+    }
+    if (ni * (size_t)s->n_vocab > ((size_t)64 << 20)) { /* 256 MiB of logits per step */
+        st = tl_error_set(err, TL_ERR_LIMIT, "a batch of %zu prompts needs %zu MiB of logits per step; at most %zu "
+                          "prompts fit this model", ni, ni * (size_t)s->n_vocab * 4 >> 20,
+                          ((size_t)64 << 20) / (size_t)s->n_vocab);
+        goto done;
     }
     *http_status = 500;
     logits = malloc(ni * (size_t)s->n_vocab * sizeof *logits);

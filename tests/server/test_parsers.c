@@ -202,6 +202,7 @@ static void test_generate_parse(void) {
     CHECK(gen_status("{\"text\":\"a\",\"token_ids_logprob\":[200]}", 100) == 400);
     CHECK(gen_status("{\"text\":\"a\",\"return_logprob\":1}", 100) == 400);
     CHECK(gen_status("{\"text\":\"a\",\"logprob_start_len\":-2}", 100) == 400);
+    CHECK(gen_status("{\"text\":\"a\",\"return_logprob\":true,\"top_logprobs_num\":1000,\"sampling_params\":{\"max_new_tokens\":4096}}", 100) == 413);
 }
 
 static void test_decide_parse(void) {
@@ -254,6 +255,10 @@ static void test_regex_constraint(void) {
     CHECK(rc && !regex_constraint_viable(rc, "t\xe2", 2) && !regex_constraint_viable(rc, "m\xc3", 2));
     CHECK(rc && regex_constraint_viable(rc, "caf\xc3", 4) && regex_constraint_complete(rc, "caf\xc3\xa9", 5));
     CHECK(rc && !regex_constraint_viable(rc, "caf\xc3\x28", 5));
+    regex_constraint_free(rc);
+    /* Catastrophic backtracking is cut off by the match limit, not run forever. */
+    rc = regex_constraint_new("(a+)+b", &err);
+    CHECK(rc && !regex_constraint_complete(rc, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac", 43));
     regex_constraint_free(rc);
     CHECK(regex_constraint_new("(unclosed", &err) == NULL && err.code == TL_ERR_INVALID && strstr(err.msg, "offset"));
 }
