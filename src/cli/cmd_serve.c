@@ -9,13 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/download.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "server/server.h"
 
 static void serve_usage(FILE *f) {
     fprintf(f,
-            "usage: typellm serve --model M.gguf [options]\n"
+            "usage: typellm serve (--model M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]\n"
+            "  --hf ORG/REPO:FILE   fetch the GGUF from Hugging Face (cached) when no --model is given\n"
             "  --host ADDR          bind address (default 127.0.0.1: loopback only)\n"
             "  --port N             TCP port (default 8080; 0 picks a free one and prints it)\n"
             "  --api-key KEY        require Authorization: Bearer KEY (all endpoints but /health)\n"
@@ -40,7 +42,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-    const char *model_path = getenv("TYPELLM_MODEL");
+    const char *model_arg = NULL, *hf = NULL;
     tl_server_params p;
     memset(&p, 0, sizeof p);
     p.port = 8080;
@@ -62,7 +64,8 @@ int tl_cmd_serve(int argc, char **argv) {
             return 2;
         }
         i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_path = v;
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_arg = v;
+        else if (!strcmp(a, "--hf")) hf = v;
         else if (!strcmp(a, "--host")) p.host = v;
         else if (!strcmp(a, "--api-key")) p.api_key = v;
         else if (!strcmp(a, "--port") && parse_long(v, 0, 65535, &n)) p.port = (int)n;
@@ -79,10 +82,16 @@ int tl_cmd_serve(int argc, char **argv) {
             return 2;
         }
     }
-    if (!model_path) {
-        fprintf(stderr, "typellm serve: --model M.gguf is required\n");
+    tl_error err = {0};
+    char *model_path = NULL;
+    if (!model_arg && !hf && !getenv("TYPELLM_MODEL")) {
+        fprintf(stderr, "typellm serve: give a model: --model M.gguf, $TYPELLM_MODEL or --hf ORG/REPO:FILE\n");
         serve_usage(stderr);
         return 2;
+    }
+    if (tl_model_resolve(model_arg, hf, &model_path, &err) != TL_OK) {
+        fprintf(stderr, "typellm serve: %s\n", err.msg);
+        return 1;
     }
     p.model_path = model_path;
 
@@ -95,10 +104,10 @@ int tl_cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    tl_error err = {0};
     tl_model *m = NULL;
     if (tl_model_load(model_path, &m, &err) != TL_OK) {
         fprintf(stderr, "typellm serve: %s\n", err.msg);
+        free(model_path);
         return 1;
     }
     tl_server *s = NULL;
@@ -106,6 +115,7 @@ int tl_cmd_serve(int argc, char **argv) {
         fprintf(stderr, "typellm serve: %s\n", err.msg);
         tl_server_free(s);
         tl_model_free(m);
+        free(model_path);
         return 1;
     }
     printf("listening on http://%s:%d (model %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s),
@@ -116,5 +126,6 @@ int tl_cmd_serve(int argc, char **argv) {
     fprintf(stderr, "typellm serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     tl_server_free(s);
     tl_model_free(m);
+    free(model_path);
     return 0;
 }
