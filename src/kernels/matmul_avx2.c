@@ -106,7 +106,10 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     }
 }
 
-/* ---- unpacking quantized rows ---------------------------------------------- */
+/* ---- unpacking quantized rows ----------------------------------------------
+ * As in matmul_avx512.c: a row's scales go to small arrays (row_scales), its
+ * codes are made one 32-block at a time in a register (codes_block), stored
+ * for prefill and used directly for decode -- the same bytes either way. */
 
 /* 32 bytes, byte i = 0xFF where bit i of bits is set. */
 TARGET INLINE __m256i bits_to_bytes(uint32_t bits) {
@@ -117,104 +120,105 @@ TARGET INLINE __m256i bits_to_bytes(uint32_t bits) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-TARGET static void unpack_q8_0(const uint8_t *s, int64_t nb, uint8_t *code, float *ws) {
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    for (int64_t b = 0; b < nb; b++, s += sizeof(blk_q8_0)) {
-        __m256i q = _mm256_loadu_si256((const __m256i *)(s + 2));
-        _mm256_storeu_si256((__m256i *)(code + 32 * b), _mm256_xor_si256(q, flip));
-        tl_half d;
-        memcpy(&d, s, 2);
-        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
-    }
-}
-
-TARGET static void unpack_q4_0_q5_0(const uint8_t *s, int64_t nb, int five, uint8_t *code, float *ws) {
-    const __m128i low4 = _mm_set1_epi8(0x0F);
-    const __m256i sixteen = _mm256_set1_epi8(16);
-    size_t bb = five ? sizeof(blk_q5_0) : sizeof(blk_q4_0);
-    for (int64_t b = 0; b < nb; b++, s += bb) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(s + 2 + 4 * five));
-        __m256i c = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(a, 4), low4), _mm_and_si128(a, low4));
+/* The 32 codes of block b of row s. */
+TARGET INLINE __m256i codes_block(tl_ggml_type t, const uint8_t *s, int64_t b) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+    switch (t) {
+    case TL_TYPE_Q8_0:
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(s + (size_t)b * sizeof(blk_q8_0) + 2)),
+                                _mm256_set1_epi8((char)0x80));
+    case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
+        int five = t == TL_TYPE_Q5_0 || t == TL_TYPE_Q5_1, has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
+        size_t bb = five ? (has_m ? sizeof(blk_q5_1) : sizeof(blk_q5_0)) : (has_m ? sizeof(blk_q4_1) : sizeof(blk_q4_0));
+        const uint8_t *blk = s + (size_t)b * bb;
+        __m128i a = _mm_loadu_si128((const __m128i *)(blk + 2 + 2 * has_m + 4 * five));
+        __m256i c = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(a, 4), a), low4);
         if (five) {
             uint32_t qh;
-            memcpy(&qh, s + 2, 4);
+            memcpy(&qh, blk + 2 + 2 * has_m, 4);
             c = _mm256_or_si256(c, _mm256_and_si256(bits_to_bytes(qh), sixteen));
         }
-        _mm256_storeu_si256((__m256i *)(code + 32 * b), c);
-        tl_half d;
-        memcpy(&d, s, 2);
-        ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+        return c;
+    }
+    case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
+        int five = t == TL_TYPE_Q5_K;
+        size_t bb = five ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+        const uint8_t *blk = s + (size_t)(b / 8) * bb;
+        int j = (int)(b % 8); /* sub-block: chunk j/2, high nibbles when odd */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * five + 32 * (j / 2)));
+        __m256i c = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, low4);
+        if (five) {
+            __m256i bit = _mm256_set1_epi8((char)(1 << j));
+            __m256i h = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(blk + 16)), bit);
+            c = _mm256_or_si256(c, _mm256_and_si256(_mm256_cmpeq_epi8(h, bit), sixteen));
+        }
+        return c;
+    }
+    case TL_TYPE_Q6_K: {
+        const blk_q6_k *blk = (const blk_q6_k *)(s + (size_t)(b / 8) * sizeof(blk_q6_k));
+        int j = (int)(b % 8), h = j / 4, quarter = j % 4;
+        __m256i ql = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32 * (quarter & 1)));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+        __m256i lo = _mm256_and_si256(quarter >= 2 ? _mm256_srli_epi16(ql, 4) : ql, low4);
+        __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)), _mm256_set1_epi8(3));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* hi <= 3: no carry across bytes */
+    }
+    default: return _mm256_setzero_si256();
     }
 }
 
-TARGET static void unpack_q4_k_q5_k(const uint8_t *s, int64_t nsb, int five, uint8_t *code, float *ws, float *wm) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i sixteen = _mm256_set1_epi8(16);
-    size_t bb = five ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
-    for (int64_t sb = 0; sb < nsb; sb++, s += bb, code += QKK, ws += 16, wm += 8) {
-        tl_half dh, mh;
-        memcpy(&dh, s, 2);
-        memcpy(&mh, s + 2, 2);
-        float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
-        const uint8_t *scales = s + 4, *qh = s + 16, *qs = s + 16 + 32 * five;
-        __m256i hb = five ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m256i lo = _mm256_and_si256(v, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-            if (five) {
-                __m256i b_lo = _mm256_set1_epi8((char)(1 << (2 * c))), b_hi = _mm256_set1_epi8((char)(1 << (2 * c + 1)));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b_lo), b_lo), sixteen));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b_hi), b_hi), sixteen));
+/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb blocks. */
+TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, float *ws, float *wm) {
+    switch (t) {
+    case TL_TYPE_Q8_0: case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
+        size_t bb = t == TL_TYPE_Q8_0 ? sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? sizeof(blk_q4_0)
+                  : t == TL_TYPE_Q5_0 ? sizeof(blk_q5_0) : t == TL_TYPE_Q4_1 ? sizeof(blk_q4_1) : sizeof(blk_q5_1);
+        int has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
+        for (int64_t b = 0; b < nb; b++, s += bb) {
+            tl_half d;
+            memcpy(&d, s, 2);
+            ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+            if (has_m) {
+                tl_half m;
+                memcpy(&m, s + 2, 2);
+                wm[b] = _cvtsh_ss(m);
             }
-            _mm256_storeu_si256((__m256i *)(code + 64 * c), lo);
-            _mm256_storeu_si256((__m256i *)(code + 64 * c + 32), hi);
         }
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, mn;
-            tl_k4_scale_min(j, scales, &sc, &mn);
-            ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
-            wm[j] = -(dmin * (float)mn);
-        }
+        break;
     }
-}
-
-TARGET static void unpack_q6_k(const uint8_t *s, int64_t nsb, uint8_t *code, float *ws) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    for (int64_t sb = 0; sb < nsb; sb++, s += sizeof(blk_q6_k), code += QKK, ws += 16) {
-        const blk_q6_k *blk = (const blk_q6_k *)s;
-        for (int h = 0; h < 2; h++) {
-            __m256i ql0 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h));
-            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(blk->ql + 64 * h + 32));
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
-            __m256i q0 = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-            __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-            __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
-            __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
-            uint8_t *c = code + 128 * h;
-            _mm256_storeu_si256((__m256i *)(c), q0);
-            _mm256_storeu_si256((__m256i *)(c + 32), q1);
-            _mm256_storeu_si256((__m256i *)(c + 64), q2);
-            _mm256_storeu_si256((__m256i *)(c + 96), q3);
+    case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
+        size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16, wm += 8) {
+            tl_half dh, mh;
+            memcpy(&dh, s, 2);
+            memcpy(&mh, s + 2, 2);
+            float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, mn;
+                tl_k4_scale_min(j, s + 4, &sc, &mn);
+                ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
+                wm[j] = -(dmin * (float)mn);
+            }
         }
-        __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
-        __m128i sc = _mm_loadu_si128((const __m128i *)blk->scales);
-        _mm256_storeu_ps(ws, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
-        _mm256_storeu_ps(ws + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
+        break;
+    }
+    case TL_TYPE_Q6_K:
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += sizeof(blk_q6_k), ws += 16) {
+            const blk_q6_k *blk = (const blk_q6_k *)s;
+            __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+            __m128i sc = _mm_loadu_si128((const __m128i *)blk->scales);
+            _mm256_storeu_ps(ws, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
+            _mm256_storeu_ps(ws + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
+        }
+        break;
+    default: break;
     }
 }
 
 TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
-    switch (t) {
-    case TL_TYPE_Q8_0: unpack_q8_0(src, n / QK32, code, ws); break;
-    case TL_TYPE_Q4_0: unpack_q4_0_q5_0(src, n / QK32, 0, code, ws); break;
-    case TL_TYPE_Q5_0: unpack_q4_0_q5_0(src, n / QK32, 1, code, ws); break;
-    case TL_TYPE_Q4_K: unpack_q4_k_q5_k(src, n / QKK, 0, code, ws, wm); break;
-    case TL_TYPE_Q5_K: unpack_q4_k_q5_k(src, n / QKK, 1, code, ws, wm); break;
-    case TL_TYPE_Q6_K: unpack_q6_k(src, n / QKK, code, ws); break;
-    default: tl_unpack_row_scalar(t, src, n, code, ws, wm); break;
-    }
+    int64_t nb = n / QK32;
+    row_scales(t, src, nb, ws, wm);
+    for (int64_t b = 0; b < nb; b++) _mm256_storeu_si256((__m256i *)(code + 32 * b), codes_block(t, src, b));
 }
 
 /* ---- quantized weights ------------------------------------------------------- */
@@ -223,12 +227,15 @@ typedef struct {
     const uint8_t *code[ROWS];
     const float *ws[ROWS];
     const float *wm[ROWS];
+    const uint8_t *raw[ROWS];  /* the stored rows (decode: codes made in registers) */
     int has_min;
     int offset;  /* codes' zero point (not used for Q8_0's signed form) */
 } qrows;
 
-TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offset, const tl_act *A, int64_t t0, int T,
-                              float *Y, int64_t n_out) {
+/* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
+ * codes are made from the raw rows (decode); the arithmetic is the same. */
+TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offset, tl_ggml_type fused, const tl_act *A,
+                              int64_t t0, int T, float *Y, int64_t n_out) {
     const int64_t nb = A->nb, n_in = A->n_in;
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
     const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
@@ -240,7 +247,8 @@ TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offse
         __m256i wv[ROWS], wabs[ROWS];
         __m256 wsv[ROWS];
         UNROLL for (int r = 0; r < R; r++) {
-            wv[r] = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
+            if (fused == TL_TYPE_COUNT) wv[r] = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
+            else wv[r] = codes_block(fused, w->raw[r], b);
             if (signed_codes) {
                 wv[r] = _mm256_xor_si256(wv[r], flip); /* back to the stored int8 */
                 wabs[r] = _mm256_abs_epi8(wv[r]);
@@ -286,12 +294,37 @@ TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offse
 #define QUANT_TILE(R, T)                                                                                \
     TARGET static void quant_tile_##R##_##T(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
                                             int64_t n_out) {                                           \
-        if (sc) quant_tile(w, R, 1, 0, A, t0, T, Y, n_out);                                            \
-        else quant_tile(w, R, 0, w->offset, A, t0, T, Y, n_out);                                       \
+        if (sc) quant_tile(w, R, 1, 0, TL_TYPE_COUNT, A, t0, T, Y, n_out);                             \
+        else quant_tile(w, R, 0, w->offset, TL_TYPE_COUNT, A, t0, T, Y, n_out);                        \
     }
 QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(1, 1) QUANT_TILE(1, 2)
 
 typedef void (*quant_tile_fn)(const qrows *, int, const tl_act *, int64_t, float *, int64_t);
+
+/* Decode: one token, codes made in registers, one instantiation per type. */
+#define QUANT_FUSED(TY, SIGNED)                                                                        \
+    TARGET static void fused_4_##TY(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
+        quant_tile(w, 4, SIGNED, w->offset, TL_TYPE_##TY, A, t0, 1, Y, n_out);                         \
+    }                                                                                                  \
+    TARGET static void fused_1_##TY(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
+        quant_tile(w, 1, SIGNED, w->offset, TL_TYPE_##TY, A, t0, 1, Y, n_out);                         \
+    }
+QUANT_FUSED(Q8_0, 1) QUANT_FUSED(Q4_0, 0) QUANT_FUSED(Q5_0, 0) QUANT_FUSED(Q4_1, 0) QUANT_FUSED(Q5_1, 0)
+QUANT_FUSED(Q4_K, 0) QUANT_FUSED(Q5_K, 0) QUANT_FUSED(Q6_K, 0)
+
+static quant_tile_fn fused_kernel(tl_ggml_type t, int full) {
+    switch (t) {
+    case TL_TYPE_Q8_0: return full ? fused_4_Q8_0 : fused_1_Q8_0;
+    case TL_TYPE_Q4_0: return full ? fused_4_Q4_0 : fused_1_Q4_0;
+    case TL_TYPE_Q5_0: return full ? fused_4_Q5_0 : fused_1_Q5_0;
+    case TL_TYPE_Q4_1: return full ? fused_4_Q4_1 : fused_1_Q4_1;
+    case TL_TYPE_Q5_1: return full ? fused_4_Q5_1 : fused_1_Q5_1;
+    case TL_TYPE_Q4_K: return full ? fused_4_Q4_K : fused_1_Q4_K;
+    case TL_TYPE_Q5_K: return full ? fused_4_Q5_K : fused_1_Q5_K;
+    case TL_TYPE_Q6_K: return full ? fused_4_Q6_K : fused_1_Q6_K;
+    default: return NULL;
+    }
+}
 static const quant_tile_fn quant_tiles[2][2] = {{quant_tile_1_1, quant_tile_1_2}, {quant_tile_4_1, quant_tile_4_2}};
 
 TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
@@ -314,9 +347,16 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
         for (int64_t o = o0; o < o1;) {
             int R = o1 - o >= ROWS ? ROWS : 1;
+            for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
+            quant_tile_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
+            if (fused) {
+                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, (float *)w.ws[r], (float *)w.wm[r]);
+                fused(&w, signed_codes, A, tc, Y + tc * n_out + o, n_out);
+                o += R;
+                continue;
+            }
             for (int r = 0; r < R; r++) {
-                tl_unpack_row_avx2(W->type, (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes, n_in,
-                                   (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
+                tl_unpack_row_avx2(W->type, w.raw[r], n_in, (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
             }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
