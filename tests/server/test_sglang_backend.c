@@ -5,12 +5,15 @@
  * works, and the failure cases (unreachable server, bad key, a server
  * without /tokenize covered by a local tokenizer) give clear errors. */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "constrain/constrain.h"
 #include "decide/decide.h"
-#include "server/server.h"
+#include "server/server_internal.h"
 #include "tl_test.h"
 #include "util/error.h"
 
@@ -45,6 +48,34 @@ static void compare(const json_t *local, const json_t *remote, const char *mode,
             CHECKF(d < tol, "%s/%s/%s: |local - remote| = %g", mode, name, v, d);
         }
     }
+}
+
+/* A decision run on its own thread (against a server whose slot the test holds). */
+typedef struct decider {
+    tl_backend *b;
+    const json_t *schema;
+    tl_status status;
+    tl_error err;
+    json_t *result;
+} decider;
+
+static void *decide_main(void *arg) {
+    decider *d = arg;
+    tl_decide_opts o = {.mode = "batch"};
+    d->status = tl_decide(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
+    return NULL;
+}
+
+/* Counts lines containing needle in the file at path (read through its own handle). */
+static int count_in_file(const char *path, const char *needle) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
 }
 
 int main(void) {
@@ -167,6 +198,44 @@ int main(void) {
             tl_strbuf_free(&re);
         }
         free(ids);
+    }
+
+    /* 429 is retried (Retry-After honoured) until the server has room. */
+    {
+        char log_path[] = "/tmp/tl_server_log_XXXXXX";
+        int log_fd = mkstemp(log_path);
+        FILE *log = log_fd >= 0 ? fdopen(log_fd, "w") : NULL;
+        CHECK(log != NULL);
+        tl_server_params bp = {.port = 0, .n_threads = 1, .max_queue = 1, .log = log};
+        tl_server *busy = NULL;
+        CHECK(tl_server_new(m, &bp, &busy, &err) == TL_OK && tl_server_start(busy, &err) == TL_OK);
+        char burl[64];
+        snprintf(burl, sizeof burl, "http://127.0.0.1:%d", tl_server_port(busy));
+        tl_sglang_params bpr = {.base_url = burl, .max_retries = 20};
+        tl_backend *rb = NULL;
+        CHECK(tl_backend_sglang_new(&bpr, &rb, &err) == TL_OK);
+        /* Hold the only slot until the backend has been refused at least once. */
+        CHECK(tl_server_slot_acquire(busy));
+        decider d = {.b = rb, .schema = schema};
+        pthread_t dt;
+        pthread_create(&dt, NULL, decide_main, &d);
+        int n429 = 0;
+        for (int i = 0; i < 3000 && n429 == 0; i++) {
+            struct timespec ms = {0, 10 * 1000000};
+            nanosleep(&ms, NULL);
+            n429 = count_in_file(log_path, "POST /generate 429");
+        }
+        tl_server_slot_release(busy);
+        pthread_join(dt, NULL);
+        CHECKF(n429 > 0, "the busy server never answered 429");
+        CHECKF(d.status == TL_OK, "decide retried through 429: %s", d.err.msg);
+        fprintf(stderr, "busy server: retried through %d x 429\n", count_in_file(log_path, "POST /generate 429"));
+        json_t *res = d.result;
+        json_decref(res);
+        tl_backend_free(rb);
+        tl_server_free(busy);
+        fclose(log);
+        unlink(log_path);
     }
 
     /* Failures: bad key, unreachable server. */
