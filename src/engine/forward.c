@@ -26,23 +26,24 @@ void fwd_scratch_free(fwd_scratch *sc) {
  * operations on every ISA (SSE pairs, AVX2, AVX-512 clones below), so results
  * never depend on which clone runs. No FMA: the clones do not enable it, so
  * a*b+c rounds twice everywhere. */
-typedef float v8f __attribute__((vector_size(32)));
+typedef float v8f __attribute__((vector_size(32), aligned(4))); /* aligned(4): loads need not be */
 _Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vectors");
-/* the helpers below are static inline: no ABI crosses a call boundary */
-#pragma GCC diagnostic ignored "-Wpsabi"
-static inline v8f load8(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+/* Macros, not functions: a 32-byte vector crossing a call between code built
+ * with and without AVX changes the ABI (clang refuses it). */
+#define LOAD8(p) (*(const v8f *)(p))
+#define STORE8(p, v) (*(v8f *)(p) = (v))
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TL_VECTOR_CLONES
+#endif
 
 /* y[i] += a * x[i] */
 static inline void axpy_f32(float *y, float a, const float *x, int64_t n) {
     int64_t i = 0;
     v8f av = {a, a, a, a, a, a, a, a};
     for (; i + 8 <= n; i += 8)
-        store8(y + i, load8(y + i) + av * load8(x + i));
+        STORE8(y + i, LOAD8(y + i) + av * LOAD8(x + i));
     for (; i < n; i++)
         y[i] += a * x[i];
 }
@@ -165,7 +166,7 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
  * kv head g, softmax(q_h·k_j / sqrt(d)) over j <= pos on the token's path,
  * times v_j. Each K/V row is loaded once for the whole group. Reads only
  * rows on the path, written earlier in this pass or by earlier passes. */
-__attribute__((target_clones("avx2", "default"))) static void attention_items(void *arg, int64_t b, int64_t e,
+TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e,
                                                                                 int thread) {
     pass *P = arg;
     const tl_model *m = P->m;
@@ -191,8 +192,8 @@ __attribute__((target_clones("avx2", "default"))) static void attention_items(vo
                 for (int64_t d = 0; d < dk; d++) {
                     float qd = qh[d];
                     v8f qv = {qd, qd, qd, qd, qd, qd, qd, qd};
-                    lo += qv * load8(kt + d * TL_KV_BLOCK);
-                    hi += qv * load8(kt + d * TL_KV_BLOCK + 8);
+                    lo += qv * LOAD8(kt + d * TL_KV_BLOCK);
+                    hi += qv * LOAD8(kt + d * TL_KV_BLOCK + 8);
                 }
                 float *out = scores + (size_t)hh * n_ctx + j0;
                 for (int32_t r = 0; r < rows; r++)
@@ -224,16 +225,16 @@ __attribute__((target_clones("avx2", "default"))) static void attention_items(vo
                         const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv + i0;
                         float p = s[j0 + r];
                         v8f pv = {p, p, p, p, p, p, p, p};
-                        a0 += pv * load8(vr);
-                        a1 += pv * load8(vr + 8);
-                        a2 += pv * load8(vr + 16);
-                        a3 += pv * load8(vr + 24);
+                        a0 += pv * LOAD8(vr);
+                        a1 += pv * LOAD8(vr + 8);
+                        a2 += pv * LOAD8(vr + 16);
+                        a3 += pv * LOAD8(vr + 24);
                     }
                 }
-                store8(out + i0, a0);
-                store8(out + i0 + 8, a1);
-                store8(out + i0 + 16, a2);
-                store8(out + i0 + 24, a3);
+                STORE8(out + i0, a0);
+                STORE8(out + i0 + 8, a1);
+                STORE8(out + i0 + 16, a2);
+                STORE8(out + i0 + 24, a3);
             }
             if (i0 < dv) { /* head sizes that are not a multiple of 32 */
                 memset(out + i0, 0, sizeof(float) * (size_t)(dv - i0));
