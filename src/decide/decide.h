@@ -38,6 +38,8 @@ typedef struct tl_decide_opts {
  * Trace: "ids" are the exact token ids sent for the field, "position" the
  * index of the last of them (the candidates are scored for the next token),
  * "wave" the batched step it ran in, "wave_usage" that step's token counts.
+ * Generated number fields (integer/number without enum) report instead
+ *   {"value", "label": null, "text", "probability", "logprob", "tokens", "abstained"}.
  * Field keys are the schema's property keys; the model sees "x-name" when a
  * field has one. opts may be NULL (auto mode, argmax, no threshold).
  * Errors: TL_ERR_SCHEMA with the JSON path (/properties/NAME/...) for a bad
