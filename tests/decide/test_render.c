@@ -7,6 +7,7 @@
 #include "decide/render.h"
 #include "decide/schema.h"
 #include "tl_test.h"
+#include "tok/vocab.h"
 
 static tl_dschema *schema(const char *text) {
     json_error_t je;
@@ -33,6 +34,25 @@ static void test_families(void) {
     CHECK(tl_chat_family_by_name("vicuna") == TL_CHAT_NONE);
     CHECK(tl_chat_framing_of(TL_CHAT_NONE) == NULL);
     CHECK(!strcmp(tl_chat_framing_of(TL_CHAT_GEMMA)->name, "gemma"));
+}
+
+/* The families of the real templates in the fixture vocabularies. */
+static void test_fixture_templates(void) {
+    struct { const char *file; tl_chat_family want; } cases[] = {
+        {"vocab/ggml-vocab-phi-3.gguf", TL_CHAT_PHI3},
+        {"vocab/ggml-vocab-llama3.gguf", TL_CHAT_LLAMA3},
+        {"vocab/ggml-vocab-qwen3.gguf", TL_CHAT_CHATML},
+        {"vocab/ggml-vocab-llama-spm.gguf", TL_CHAT_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tl_vocab *v = NULL;
+        tl_error err = {0};
+        CHECKF(tl_vocab_load_file(tl_fixture(cases[i].file), &v, &err) == TL_OK, "%s", err.msg);
+        if (!v)
+            continue;
+        CHECKF(tl_chat_family_detect(tl_vocab_chat_template(v)) == cases[i].want, "%s", cases[i].file);
+        tl_vocab_free(v);
+    }
 }
 
 static void test_pools(void) {
@@ -115,6 +135,7 @@ static void test_texts(void) {
 
 int main(void) {
     test_families();
+    test_fixture_templates();
     test_pools();
     test_texts();
     return TEST_DONE();
