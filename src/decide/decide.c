@@ -35,6 +35,12 @@ typedef struct field_outcome {
     double num_prob;    /* probability of the whole text under the constrained distribution */
     double num_logprob; /* its log-probability under the unconstrained model (sum over tokens) */
     size_t num_tokens;
+    /* open fields: the open choice picked and the value the model wrote */
+    bool open_picked;
+    char *open_text;    /* unescaped, valid UTF-8 */
+    size_t open_chars;  /* code points */
+    size_t open_tokens;
+    bool open_closed;   /* ended by the closing quote / end of turn, not a limit */
 } field_outcome;
 
 typedef struct decide_run {
@@ -133,6 +139,150 @@ static json_t *ids_json(const int32_t *ids, size_t n) {
     return a;
 }
 
+/* End-of-turn tokens that close a chat answer (eot, eos; else the first token
+ * of the framing's assistant close). Returns how many (<= 2). */
+static tl_status chat_terminator_ids(decide_run *r, int32_t term_ids[2], size_t *n_term, tl_error *err) {
+    *n_term = 0;
+    if (r->b->vocab) {
+        int32_t eot = tl_vocab_eot(r->b->vocab), eos = tl_vocab_eos(r->b->vocab);
+        if (eot >= 0)
+            term_ids[(*n_term)++] = eot;
+        if (eos >= 0 && eos != eot)
+            term_ids[(*n_term)++] = eos;
+        return TL_OK;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    const char *ac = r->render.chat->assistant_close;
+    tl_status st = tl_backend_tokenize(r->b, ac, strlen(ac), false, true, &ids, &n, err);
+    if (st)
+        return st;
+    if (n)
+        term_ids[(*n_term)++] = ids[0];
+    free(ids);
+    return TL_OK;
+}
+
+static void usage_add(tl_usage *to, const tl_usage *u) {
+    to->prompt_tokens += u->prompt_tokens;
+    to->cached_tokens += u->cached_tokens;
+    to->computed_tokens += u->computed_tokens;
+    to->forward_passes += u->forward_passes;
+    to->output_tokens += u->output_tokens;
+}
+
+/* The open choice of field fi was picked after the question in branch: the
+ * label and the lead are appended to a copy, then the model writes the value
+ * unconstrained (tl_freetext_generate) until the closing quote (record) or
+ * the end of the turn (chat), at most maxLength characters / the token limit. */
+static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    field_outcome *o = &r->out[fi];
+    tl_idseq seq = {0};
+    tl_strbuf lead = TL_STRBUF_INIT;
+    char label_text[8];
+    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[f->n_values]);
+    tl_status st = tl_idseq_copy(&seq, branch, err);
+    if (!st)
+        st = tl_idseq_append_id(&seq, r->labels.id[f->n_values], label_text, err);
+    if (!st && !tl_render_open_lead_text(&r->render, &lead))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, &seq, lead.buf, lead.len, false, err);
+    tl_freetext_params fp = {.max_chars = f->max_length,
+                             .sample = {.temperature = r->opts->temperature,
+                                        .seed = r->opts->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(fi + 1)),
+                                        .max_tokens = f->max_tokens}};
+    int32_t term_ids[2];
+    size_t n_term = 0;
+    if (r->render.style == TL_STYLE_RECORD) {
+        fp.terminator = "\"";
+        fp.json_escapes = true;
+    } else if (!st) {
+        st = chat_terminator_ids(r, term_ids, &n_term, err);
+        fp.terminator_ids = term_ids;
+        fp.n_terminator_ids = n_term;
+        if (!n_term)
+            fp.terminator = "\n";
+    }
+    tl_freetext_result fr;
+    memset(&fr, 0, sizeof fr);
+    if (!st && (st = tl_freetext_generate(r->b, seq.ids, seq.n, &fp, &fr, err)))
+        tl_error_wrap(err, "decide: %s", f->path);
+    if (!st) {
+        usage_add(&r->usage, &fr.usage);
+        o->open_picked = true;
+        o->open_text = strdup(fr.value ? fr.value : "");
+        o->open_chars = fr.n_chars;
+        o->open_tokens = fr.n_ids;
+        o->open_closed = fr.closed;
+        if (!o->open_text)
+            st = nomem(err);
+    }
+    tl_freetext_result_free(&fr);
+    tl_strbuf_free(&lead);
+    tl_idseq_free(&seq);
+    return st;
+}
+
+/* The open label, the lead, the written value, then the record or turn closed. */
+static tl_status append_open_answer(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    char label_text[8];
+    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[f->n_values]);
+    tl_status st = tl_idseq_append_id(seq, r->labels.id[f->n_values], label_text, err);
+    tl_strbuf a = TL_STRBUF_INIT;
+    size_t body = 0;
+    if (!st && !tl_render_open_lead_text(&r->render, &a))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, seq, a.buf, a.len, false, err);
+    tl_strbuf_clear(&a);
+    if (!st && !tl_render_open_answer_text(&r->render, r->out[fi].open_text, &a, &body))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, a.buf, a.len, body, err);
+    tl_strbuf_free(&a);
+    return st;
+}
+
+/* A written open value joins the domains of the later, still undecided
+ * fields that declare "x-domain-from" this field (with a new label). */
+static tl_status grow_domains(decide_run *r, size_t fi, tl_error *err) {
+    for (size_t g = fi + 1; g < r->schema->n_fields; g++) {
+        tl_dfield *f = &r->schema->fields[g];
+        field_outcome *o = &r->out[g];
+        if (f->domain_from != (long)fi || o->decided || o->given)
+            continue;
+        bool added = false;
+        tl_status st = tl_dfield_add_string(f, r->out[fi].open_text, &added, err);
+        if (st)
+            return st;
+        if (!added)
+            continue;
+        size_t need = tl_dfield_n_choices(f);
+        if ((st = tl_labelset_fill(&r->labels, r->b, tl_render_label_tail(&r->render),
+                                   tl_render_label_prefix(&r->render), need, err)))
+            return st;
+        double *lp = realloc(o->logprobs, need * sizeof *lp);
+        if (lp)
+            o->logprobs = lp;
+        double *pp = realloc(o->probs, need * sizeof *pp);
+        if (pp)
+            o->probs = pp;
+        if (!lp || !pp)
+            return nomem(err);
+        if (need > r->labels.n) {
+            /* no label left for it: the domain stays as it was */
+            json_decref(f->values[f->n_values - 1]);
+            free(f->value_keys[f->n_values - 1]);
+            free(f->value_json[f->n_values - 1]);
+            f->n_values--;
+        }
+    }
+    return TL_OK;
+}
+
 /* Generates field fi's number after the question in seq (the number
  * automaton of src/constrain: only tokens that keep the text a valid prefix
  * of an allowed number, closing only once it is complete). */
@@ -147,23 +297,9 @@ static tl_status generate_number(decide_run *r, const tl_idseq *seq, size_t fi, 
     } else {
         /* The assistant turn ends with the end-of-turn token. */
         close.allow_leading_space = true;
-        if (r->b->vocab) {
-            int32_t eot = tl_vocab_eot(r->b->vocab), eos = tl_vocab_eos(r->b->vocab);
-            if (eot >= 0)
-                term_ids[n_term++] = eot;
-            if (eos >= 0 && eos != eot)
-                term_ids[n_term++] = eos;
-        } else {
-            int32_t *ids = NULL;
-            size_t n = 0;
-            const char *ac = r->render.chat->assistant_close;
-            tl_status st = tl_backend_tokenize(r->b, ac, strlen(ac), false, true, &ids, &n, err);
-            if (st)
-                return st;
-            if (n)
-                term_ids[n_term++] = ids[0];
-            free(ids);
-        }
+        tl_status st = chat_terminator_ids(r, term_ids, &n_term, err);
+        if (st)
+            return st;
         close.terminator_ids = term_ids;
         close.n_terminator_ids = n_term;
         if (!n_term)
@@ -229,7 +365,8 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             st = append_question(r, &branches[j], fi, err);
         if (!tl_dfield_generated(f))
             reqs[n_reqs++] =
-                (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, f->n_values, r->out[fi].logprobs};
+                (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, tl_dfield_n_choices(f),
+                               r->out[fi].logprobs};
     }
     tl_usage wave_usage = {0};
     if (!st && n_reqs)
@@ -246,10 +383,14 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             o->decided = true;
             o->abstained = !st && r->opts->threshold > 0 && o->num_prob < r->opts->threshold;
         } else {
-            st = decision_choose(o->logprobs, r->schema->fields[fi].n_values, r->opts->temperature, r->opts->seed,
-                                 fi, o->probs, &o->chosen, err);
+            const tl_dfield *f = &r->schema->fields[fi];
+            st = decision_choose(o->logprobs, tl_dfield_n_choices(f), r->opts->temperature, r->opts->seed, fi,
+                                 o->probs, &o->chosen, err);
             o->decided = true;
             o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
+            /* the open choice: the label was in the batch, the value is written now */
+            if (!st && f->open && o->chosen == f->n_values && !o->abstained)
+                st = generate_open(r, &branches[j], fi, err);
         }
         if (!st && r->opts->trace) {
             o->trace = json_pack("{s:o, s:I, s:I, s:s%, s:{s:I, s:I, s:I}}", "ids",
@@ -278,7 +419,10 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         }
         if (!st)
             st = tl_dfield_generated(&r->schema->fields[fi]) ? append_number_answer(r, base, fi, err)
+                 : r->out[fi].open_picked                    ? append_open_answer(r, base, fi, err)
                                                              : append_answer(r, base, fi, r->out[fi].chosen, err);
+        if (!st && r->out[fi].open_picked)
+            st = grow_domains(r, fi, err);
     }
     for (size_t j = 0; j < k; j++)
         tl_idseq_free(&branches[j]);
@@ -314,13 +458,34 @@ static json_t *field_json(const decide_run *r, size_t fi) {
             json_object_set(fj, "trace", o->trace);
         return fj;
     }
-    json_object_set_new(fj, "value", has_value ? json_incref(f->values[o->chosen]) : json_null());
+    bool open_value = has_value && o->open_picked;
+    json_object_set_new(fj, "value", open_value ? json_string(o->open_text)
+                                     : has_value ? json_incref(f->values[o->chosen])
+                                                 : json_null());
     json_object_set_new(fj, "label", has_value ? json_string(r->labels.text[o->chosen]) : json_null());
+    if (f->open) {
+        json_object_set_new(fj, "open", json_boolean(open_value));
+        if (open_value) {
+            json_object_set_new(fj, "probability", json_real(o->probs[f->n_values]));
+            json_object_set_new(fj, "closed", json_boolean(o->open_closed));
+            json_object_set_new(fj, "characters", json_integer((json_int_t)o->open_chars));
+            json_object_set_new(fj, "tokens", json_integer((json_int_t)o->open_tokens));
+        }
+    }
     for (size_t i = 0; i < f->n_values; i++) {
         double p = o->given ? (i == o->chosen ? 1.0 : 0.0) : o->probs[i];
         json_object_set_new(probs, f->value_keys[i], json_real(p));
         json_t *c = json_pack("{s:O, s:s, s:i}", "value", f->values[i], "label", r->labels.text[i], "token",
                               (int)r->labels.id[i]);
+        if (c && o->decided)
+            json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
+        json_array_append_new(cands, c);
+    }
+    if (f->open) {
+        size_t i = f->n_values;
+        json_object_set_new(probs, f->open_name, json_real(o->given ? 0.0 : o->probs[i]));
+        json_t *c = json_pack("{s:n, s:s, s:i, s:b}", "value", "label", r->labels.text[i], "token", (int)r->labels.id[i],
+                              "open", 1);
         if (c && o->decided)
             json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
         json_array_append_new(cands, c);
@@ -433,19 +598,19 @@ static tl_status apply_given(decide_run *r, const json_t *given, bool *done, siz
 static tl_status fill_labels(decide_run *r, tl_error *err) {
     size_t need = 0;
     for (size_t i = 0; i < r->schema->n_fields; i++)
-        if (r->schema->fields[i].n_values > need)
-            need = r->schema->fields[i].n_values;
+        if (tl_dfield_n_choices(&r->schema->fields[i]) > need)
+            need = tl_dfield_n_choices(&r->schema->fields[i]);
     tl_status st = tl_labelset_fill(&r->labels, r->b, tl_render_label_tail(&r->render),
                                     tl_render_label_prefix(&r->render), need, err);
     if (st)
         return st;
     for (size_t i = 0; i < r->schema->n_fields; i++) {
         const tl_dfield *f = &r->schema->fields[i];
-        if (f->n_values > r->labels.n)
+        if (tl_dfield_n_choices(f) > r->labels.n)
             return tl_error_set(err, TL_ERR_SCHEMA,
-                                "schema: %s: %zu values, but only %zu labels are single tokens with this tokenizer "
+                                "schema: %s: %zu choices, but only %zu labels are single tokens with this tokenizer "
                                 "in this rendering",
-                                f->path, f->n_values, r->labels.n);
+                                f->path, tl_dfield_n_choices(f), r->labels.n);
     }
     return TL_OK;
 }
@@ -505,7 +670,7 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        size_t nv = r->schema->fields[i].n_values;
+        size_t nv = tl_dfield_n_choices(&r->schema->fields[i]);
         r->out[i].logprobs = calloc(nv ? nv : 1, sizeof(double));
         r->out[i].probs = calloc(nv ? nv : 1, sizeof(double));
         if (!r->out[i].logprobs || !r->out[i].probs) {
@@ -542,6 +707,7 @@ out:
             free(r->out[i].probs);
             json_decref(r->out[i].trace);
             free(r->out[i].num_text);
+            free(r->out[i].open_text);
         }
     tl_number_index_free(r->number_index);
     free(r->out);

@@ -105,6 +105,12 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
         ok &= tl_strbuf_printf(out, "%s%sdescriptions=", sep, indent);
         ok &= put_descriptions(f, labels, out);
     }
+    if (f->open) {
+        /* open={"C":"other"}: the label that lets the model write the value */
+        ok &= tl_strbuf_printf(out, "%s%sopen={\"%s\":", sep, indent, labels[f->n_values]);
+        ok &= tl_strbuf_json_string(out, f->open_name, strlen(f->open_name));
+        ok &= tl_strbuf_putc(out, '}');
+    }
     if (chat) {
         ok &= tl_strbuf_puts(out, "\n)");
         if (body_len)
@@ -129,6 +135,24 @@ bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_
         return ok;
     }
     bool ok = tl_strbuf_printf(out, "\nvalue=%s", f->value_json[value_idx]);
+    if (body_len)
+        *body_len = out->len - start;
+    return ok && tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);
+}
+
+bool tl_render_open_lead_text(const tl_render *r, tl_strbuf *out) {
+    return tl_strbuf_puts(out, r->style == TL_STYLE_RECORD ? "\"\nvalue=\"" : "\n");
+}
+
+bool tl_render_open_answer_text(const tl_render *r, const char *value, tl_strbuf *out, size_t *body_len) {
+    size_t start = out->len;
+    if (r->style == TL_STYLE_RECORD) {
+        bool ok = tl_freetext_escape(out, value, strlen(value)) && tl_strbuf_puts(out, "\"\n\n");
+        if (body_len)
+            *body_len = out->len - start;
+        return ok;
+    }
+    bool ok = tl_strbuf_puts(out, value);
     if (body_len)
         *body_len = out->len - start;
     return ok && tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);

@@ -55,6 +55,13 @@ bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_
 /* What follows a generated number's text (the number itself is the answer):
  * record: the closing quote and value=N; chat: the turn closed. */
 bool tl_render_number_answer_text(const tl_render *r, const char *number, tl_strbuf *out, size_t *body_len);
+/* Open fields. After the open choice's label: the lead before the written
+ * value (record: `"\nvalue="`, the value then sits in a JSON string literal;
+ * chat: a newline, the value then runs to the end of the assistant turn). */
+bool tl_render_open_lead_text(const tl_render *r, tl_strbuf *out);
+/* The written value after the lead (record: JSON-escaped, then the closing
+ * quote and blank line; chat: raw, then the turn closed); *body_len as above. */
+bool tl_render_open_answer_text(const tl_render *r, const char *value, tl_strbuf *out, size_t *body_len);
 /* The text right before the answer token (labels are verified after it), and
  * the text the answer token carries before the label. */
 const char *tl_render_label_tail(const tl_render *r);

@@ -118,6 +118,7 @@ static void field_free(tl_dfield *f) {
     free(f->value_json);
     free(f->value_descs);
     free(f->deps);
+    free(f->open_name);
 }
 
 void tl_dschema_free(tl_dschema *s) {
@@ -476,6 +477,108 @@ static tl_status field_parse_texts(tl_dfield *f, const prop_view *v, tl_error *e
     return TL_OK;
 }
 
+/* ---- open fields, x-domain-from ------------------------------------------ */
+
+/* "open"/"x-open", "maxLength", "x-max-tokens" and "x-domain-from" of field
+ * f (index fi; props: every property, to tell a later field from an unknown one). */
+static tl_status field_parse_open(tl_dschema *s, size_t fi, const prop_view *v, const json_t *props, tl_error *err) {
+    tl_dfield *f = &s->fields[fi];
+    f->domain_from = -1;
+    const json_t *op = view_get(v, "open"), *xo = view_get(v, "x-open");
+    if (op && !json_is_boolean(op))
+        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/open: must be true or false", f->path);
+    if (xo && !(json_is_string(xo) && json_string_length(xo)))
+        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-open: must be a non-empty string (the open choice's name)",
+                            f->path);
+    f->open = json_is_true(op) || xo;
+    if (f->open && f->kind != TL_DFIELD_STRING_ENUM)
+        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: only string enum fields can be open", f->path,
+                            xo ? "x-open" : "open");
+    const json_t *ml = view_get(v, "maxLength");
+    if (ml) {
+        if (!json_is_integer(ml) || json_integer_value(ml) <= 0)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/maxLength: must be an integer > 0", f->path);
+        if (json_integer_value(ml) > TL_DFIELD_OPEN_MAX_LENGTH_LIMIT)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/maxLength: %lld; at most %d", f->path,
+                                (long long)json_integer_value(ml), TL_DFIELD_OPEN_MAX_LENGTH_LIMIT);
+    }
+    f->max_length = ml ? (size_t)json_integer_value(ml) : TL_DFIELD_OPEN_MAX_LENGTH;
+    const json_t *mt = view_get(v, "x-max-tokens");
+    if (mt) {
+        if (!json_is_integer(mt) || json_integer_value(mt) <= 0 || json_integer_value(mt) > 65536)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-max-tokens: must be an integer in [1, 65536]",
+                                f->path);
+        f->max_tokens = (int)json_integer_value(mt);
+    }
+    if (f->open) {
+        f->open_name = dup_str(xo ? json_string_value(xo) : "other");
+        if (!f->open_name)
+            return nomem(err);
+        for (size_t i = 0; i < f->n_values; i++)
+            if (!strcmp(f->value_keys[i], f->open_name))
+                return tl_error_set(err, TL_ERR_SCHEMA,
+                                    "schema: %s/enum/%zu: '%s' is also the open choice's name; name the open choice "
+                                    "otherwise with \"x-open\"",
+                                    f->path, i, f->open_name);
+    }
+    const json_t *df = view_get(v, "x-domain-from");
+    if (df) {
+        if (!json_is_string(df))
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: must be a field name", f->path);
+        const char *name = json_string_value(df);
+        long src = tl_dschema_find(s, name);
+        if (src < 0 || (size_t)src >= fi)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: %s field '%s' (it must name an earlier "
+                                "open field)", f->path, json_object_get(props, name) ? "later" : "unknown", name);
+        if (!s->fields[src].open)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: field '%s' is not open", f->path, name);
+        if (f->kind != TL_DFIELD_STRING_ENUM)
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: only string enum fields take values "
+                                "from an open field", f->path);
+        f->domain_from = src;
+    }
+    return TL_OK;
+}
+
+tl_status tl_dfield_add_string(tl_dfield *f, const char *text, bool *added, tl_error *err) {
+    *added = false;
+    if (f->n_values >= TL_DFIELD_MAX_VALUES)
+        return TL_OK;
+    for (size_t i = 0; i < f->n_values; i++)
+        if (!strcmp(f->value_keys[i], text))
+            return TL_OK;
+    if (f->open && !strcmp(f->open_name, text))
+        return TL_OK;
+    size_t n = f->n_values + 1;
+    json_t **vals = realloc(f->values, n * sizeof *vals);
+    if (vals)
+        f->values = vals;
+    char **keys = realloc(f->value_keys, n * sizeof *keys);
+    if (keys)
+        f->value_keys = keys;
+    char **js = realloc(f->value_json, n * sizeof *js);
+    if (js)
+        f->value_json = js;
+    char **ds = realloc(f->value_descs, n * sizeof *ds);
+    if (ds)
+        f->value_descs = ds;
+    if (!vals || !keys || !js || !ds)
+        return nomem(err);
+    json_t *v = json_string(text);
+    char *k = dup_str(text), *j = v ? value_json_text(v) : NULL;
+    if (!v || !k || !j) {
+        json_decref(v), free(k), free(j);
+        return nomem(err);
+    }
+    f->values[f->n_values] = v;
+    f->value_keys[f->n_values] = k;
+    f->value_json[f->n_values] = j;
+    f->value_descs[f->n_values] = NULL;
+    f->n_values = n;
+    *added = true;
+    return TL_OK;
+}
+
 /* ---- depends_on ---------------------------------------------------------- */
 
 static tl_status parse_deps(tl_dschema *s, const json_t *props, tl_error *err) {
@@ -485,13 +588,18 @@ static tl_status parse_deps(tl_dschema *s, const json_t *props, tl_error *err) {
     json_object_foreach((json_t *)props, key, prop) {
         tl_dfield *f = &s->fields[i++];
         const json_t *d = json_object_get(prop, "depends_on");
-        if (!d)
+        if (!d && f->domain_from < 0)
             continue;
-        if (!json_is_array(d))
+        if (d && !json_is_array(d))
             return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on: must be an array of field names", f->path);
-        f->deps = calloc(json_array_size(d) + 1, sizeof *f->deps);
+        f->deps = calloc(json_array_size(d) + 2, sizeof *f->deps);
         if (!f->deps)
             return nomem(err);
+        if (f->domain_from >= 0) {
+            /* x-domain-from needs the open field's answer first */
+            f->deps[f->n_deps++] = (size_t)f->domain_from;
+            s->any_deps = true;
+        }
         for (size_t j = 0; j < json_array_size(d); j++) {
             const json_t *nm = json_array_get(d, j);
             long idx = json_is_string(nm) ? tl_dschema_find(s, json_string_value(nm)) : -1;
@@ -608,7 +716,7 @@ static tl_status parse_into(const json_t *schema, tl_dschema *s, tl_error *err) 
             return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s: must be a schema object", f->path);
         prop_view v;
         if ((st = view_build(schema, prop, f->path, &v, err)) || (st = field_parse_kind_and_values(f, &v, err)) ||
-            (st = field_parse_texts(f, &v, err)))
+            (st = field_parse_texts(f, &v, err)) || (st = field_parse_open(s, s->n_fields - 1, &v, props, err)))
             return st;
     }
 

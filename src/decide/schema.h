@@ -41,8 +41,18 @@ typedef struct tl_dfield {
     char **value_json;    /* n_values: the value as compact JSON ("\"travel\"", "true", "0.3"): rendering */
     char **value_descs;   /* n_values: description or NULL */
     size_t n_deps;
-    size_t *deps;         /* indices of the fields named in "depends_on" */
+    size_t *deps;         /* indices of the fields named in "depends_on" (and "x-domain-from") */
+    /* Open string fields ("open": true or "x-open": NAME): one more label after
+     * the values' labels; picking it makes the model write the value itself. */
+    bool open;
+    char *open_name;      /* "other" or x-open's NAME: the open choice's probability key */
+    size_t max_length;    /* the written value's limit in code points ("maxLength"; default TL_DFIELD_OPEN_MAX_LENGTH) */
+    int max_tokens;       /* token limit of the written value ("x-max-tokens"; 0: 4 * max_length + 16) */
+    long domain_from;     /* "x-domain-from": earlier open field whose written values join this domain; -1 */
 } tl_dfield;
+
+#define TL_DFIELD_OPEN_MAX_LENGTH 256
+#define TL_DFIELD_OPEN_MAX_LENGTH_LIMIT 4096
 
 typedef struct tl_dschema {
     char *title;          /* NULL when absent */
@@ -56,6 +66,13 @@ typedef struct tl_dschema {
 static inline bool tl_dfield_generated(const tl_dfield *f) {
     return f->kind == TL_DFIELD_INTEGER || f->kind == TL_DFIELD_NUMBER;
 }
+
+/* Candidates scored for a categorical field: its values, plus the open choice. */
+static inline size_t tl_dfield_n_choices(const tl_dfield *f) { return f->n_values + (f->open ? 1 : 0); }
+
+/* Appends a string value (a written open value joining an x-domain-from
+ * domain). *added = false, TL_OK when it is already there or the domain is full. */
+tl_status tl_dfield_add_string(tl_dfield *f, const char *text, bool *added, tl_error *err);
 
 /* Parses and validates; *out is freed with tl_dschema_free. */
 tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err);
