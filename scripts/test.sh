@@ -57,9 +57,12 @@ for r in $reports; do
   head -60 "$r" >&2
 done
 # UBSan reports (stderr only) in any test's output, passed or failed.
-ub=$(grep -c -E 'runtime error: |ERROR: (Address|Leak)Sanitizer' build-asan/Testing/Temporary/LastTest.log || true)
+# (A UBSan line names a C file: "render.c:131:51: runtime error: ..."; aeon's
+# own "aeon: 3:4: runtime error: ..." messages are not sanitizer reports.)
+san_pat='\.[ch]:[0-9]+:[0-9]+: runtime error: |UndefinedBehaviorSanitizer|ERROR: (Address|Leak)Sanitizer'
+ub=$(grep -c -E "$san_pat" build-asan/Testing/Temporary/LastTest.log || true)
 if [ -n "$reports" ] || [ "$ub" != 0 ]; then
-  grep -E -B2 -A8 'runtime error: |ERROR: (Address|Leak)Sanitizer' build-asan/Testing/Temporary/LastTest.log | head -80 >&2 || true
+  grep -E -B2 -A8 "$san_pat" build-asan/Testing/Temporary/LastTest.log | head -80 >&2 || true
   echo "== test: sanitizer reports: $(grep -c . <<<"$reports") in files, $ub in test output" >&2
   exit 1
 fi
