@@ -239,7 +239,9 @@ int tl_cmd_decide(int argc, char **argv) {
         st = tl_decide(b, context, context_len, schema, &a.opts, &result, &err);
     if (!st) {
         json_t *shown = a.values_only ? json_object_get(result, "values") : result;
-        char *text = json_dumps(shown, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        /* 17 significant digits: a generated number (e.g. 444444444444.0) must
+         * print exactly; 10 digits rounded it. */
+        char *text = json_dumps(shown, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         if (text) {
             puts(text);
             free(text);
