@@ -466,7 +466,7 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     if (f->open) {
         json_object_set_new(fj, "open", json_boolean(open_value));
         if (open_value) {
-            json_object_set_new(fj, "probability", json_real(o->probs[f->n_values]));
+            json_object_set_new(fj, "probability", json_real(o->given ? 1.0 : o->probs[f->n_values]));
             json_object_set_new(fj, "closed", json_boolean(o->open_closed));
             json_object_set_new(fj, "characters", json_integer((json_int_t)o->open_chars));
             json_object_set_new(fj, "tokens", json_integer((json_int_t)o->open_tokens));
@@ -483,7 +483,7 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     }
     if (f->open) {
         size_t i = f->n_values;
-        json_object_set_new(probs, f->open_name, json_real(o->given ? 0.0 : o->probs[i]));
+        json_object_set_new(probs, f->open_name, json_real(o->given ? (o->open_picked ? 1.0 : 0.0) : o->probs[i]));
         json_t *c = json_pack("{s:n, s:s, s:i, s:b}", "value", "label", r->labels.text[i], "token", (int)r->labels.id[i],
                               "open", 1);
         if (c && o->decided)
@@ -567,6 +567,13 @@ static tl_status choose_style(tl_backend *b, const tl_decide_opts *o, tl_render 
     return TL_OK;
 }
 
+static size_t utf8_chars(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 /* Marks given fields done and records their values; *order lists them in given's order. */
 static tl_status apply_given(decide_run *r, const json_t *given, bool *done, size_t *order, size_t *n_order,
                              tl_error *err) {
@@ -584,7 +591,20 @@ static tl_status apply_given(decide_run *r, const json_t *given, bool *done, siz
         if (tl_dfield_generated(&r->schema->fields[fi]))
             return tl_error_set(err, TL_ERR_UNSUPPORTED, "decide: given/%s: generated number fields cannot be given",
                                 key);
-        long vi = tl_dfield_value_index(&r->schema->fields[fi], v);
+        const tl_dfield *f = &r->schema->fields[fi];
+        long vi = tl_dfield_value_index(f, v);
+        if (vi < 0 && f->open && json_is_string(v)) {
+            /* an open field's given value: as if the model had written it */
+            if (utf8_chars(json_string_value(v)) > f->max_length)
+                return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: longer than maxLength %zu", key,
+                                    f->max_length);
+            if (!(r->out[fi].open_text = strdup(json_string_value(v))))
+                return nomem(err);
+            r->out[fi].open_picked = true;
+            r->out[fi].open_closed = true;
+            r->out[fi].open_chars = utf8_chars(json_string_value(v));
+            vi = (long)f->n_values;
+        }
         if (vi < 0)
             return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: value is not in the field's domain", key);
         done[fi] = true;
@@ -688,9 +708,13 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
         (st = tl_render_begin(b, &r->render, r->schema, context ? context : "", context_len, &base, err)))
         goto out;
     for (size_t i = 0; i < n_given && !st; i++) {
-        st = append_question(r, &base, given_order[i], err);
+        size_t fi = given_order[i];
+        st = append_question(r, &base, fi, err);
         if (!st)
-            st = append_answer(r, &base, given_order[i], r->out[given_order[i]].chosen, err);
+            st = r->out[fi].open_picked ? append_open_answer(r, &base, fi, err)
+                                        : append_answer(r, &base, fi, r->out[fi].chosen, err);
+        if (!st && r->out[fi].open_picked)
+            st = grow_domains(r, fi, err);
     }
     t_prepare = tl_now_s() - t0;
     for (size_t w = 0; w < plan.n_waves && !st; w++) {

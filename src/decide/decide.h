@@ -40,6 +40,11 @@ typedef struct tl_decide_opts {
  * "wave" the batched step it ran in, "wave_usage" that step's token counts.
  * Generated number fields (integer/number without enum) report instead
  *   {"value", "label": null, "text", "probability", "logprob", "tokens", "abstained"}.
+ * Open string fields ("open"/"x-open") add "open": whether the model picked
+ * the open choice and wrote the value; when it did, "value" is the written
+ * text and "probability", "closed", "characters", "tokens" describe it, the
+ * open choice's probability is keyed by its name and its candidate has
+ * "value": null, "open": true. See docs/decide.md, Open fields.
  * Field keys are the schema's property keys; the model sees "x-name" when a
  * field has one. opts may be NULL (auto mode, argmax, no threshold).
  * Errors: TL_ERR_SCHEMA with the JSON path (/properties/NAME/...) for a bad
@@ -50,7 +55,9 @@ tl_status tl_decide(tl_backend *b, const char *context, size_t context_len, cons
 /* As tl_decide, with answers already known: given is an object {field: value}
  * (or NULL). Those fields are not decided; they are rendered as answered turns,
  * in given's order, between the context and the decisions (exactly what auto
- * mode carries into a later wave), and reported with probability 1. */
+ * mode carries into a later wave), and reported with probability 1. An open
+ * field may be given any string of at most maxLength characters (rendered as
+ * if the model had written it; x-domain-from fields grow from it). */
 tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
                           const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err);
 

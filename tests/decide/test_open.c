@@ -137,7 +137,7 @@ static void test_property(fixture *fx, int rounds) {
                 json_object_set_new(prop, "maxLength", json_integer(1 + (r >> 12) % 8));
                 json_object_set_new(prop, "x-max-tokens", json_integer(1 + (r >> 15) % 6));
             }
-            char key[8];
+            char key[16];
             snprintf(key, sizeof key, "f%d", fi);
             json_object_set_new(props, key, prop);
         }
@@ -260,6 +260,35 @@ static void test_domain_growth(fixture *fx) {
     json_decref(schema);
 }
 
+/* A given open value is rendered as written and grows x-domain-from domains. */
+static void test_given(fixture *fx) {
+    json_t *schema = parse("{\"properties\":{"
+                           "\"what\":{\"type\":\"string\",\"enum\":[\"bug\"],\"open\":true,\"maxLength\":20},"
+                           "\"same\":{\"type\":\"string\",\"enum\":[\"bug\"],\"x-domain-from\":\"what\"}}}");
+    json_t *given = parse("{\"what\":\"sync \\\"drift\\\"\"}"), *res = NULL;
+    tl_decide_opts o = {.style = "record", .trace = true};
+    tl_error err = {0};
+    CHECKF(tl_decide_given(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_OK, "%s", err.msg);
+    if (res) {
+        json_t *what = json_object_get(json_object_get(res, "fields"), "what");
+        CHECK(json_is_true(json_object_get(what, "open")) && json_is_true(json_object_get(what, "given")));
+        CHECK(!strcmp(json_string_value(json_object_get(what, "value")), "sync \"drift\""));
+        json_t *same = json_object_get(json_object_get(res, "fields"), "same");
+        CHECK(json_array_size(json_object_get(same, "candidates")) == 2);
+        const char *qt = json_string_value(json_object_get(json_object_get(same, "trace"), "text"));
+        CHECK(qt && strstr(qt, "answer=\"B\"\nvalue=\"sync \\\"drift\\\"\"\n\n"));
+        CHECK(qt && strstr(qt, "choices={\"A\":\"bug\",\"B\":\"sync \\\"drift\\\"\"}"));
+    }
+    json_decref(res);
+    res = NULL;
+    json_decref(given);
+    given = parse("{\"what\":\"far longer than twenty characters\"}");
+    CHECK(tl_decide_given(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_ERR_INVALID &&
+          strstr(err.msg, "maxLength"));
+    json_decref(given);
+    json_decref(schema);
+}
+
 static void expect_schema_error(const char *text, const char *want) {
     json_t *schema = parse(text);
     tl_error err = {0};
@@ -312,6 +341,7 @@ int main(void) {
     if (open_model("models/qwen2-d64-q8_0.gguf", &fx)) {
         test_forced(&fx);
         test_domain_growth(&fx);
+        test_given(&fx);
         test_property(&fx, 40);
         close_model(&fx);
     } else {
