@@ -56,6 +56,14 @@ typedef struct decide_run {
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
 
+/* Code points of a valid UTF-8 string. */
+static size_t utf8_chars(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
 /* ---- choosing a value ---------------------------------------------------- */
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -211,9 +219,16 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
         tl_error_wrap(err, "decide: %s", f->path);
     if (!st) {
         usage_add(&r->usage, &fr.usage);
+        /* blank space around the value is layout, not value (" mobile app\n") */
+        const char *v = fr.value ? fr.value : "";
+        size_t len = fr.value ? fr.value_len : 0;
+        while (len && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
+            v++, len--;
+        while (len && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\n' || v[len - 1] == '\r'))
+            len--;
         o->open_picked = true;
-        o->open_text = strdup(fr.value ? fr.value : "");
-        o->open_chars = fr.n_chars;
+        o->open_text = strndup(v, len);
+        o->open_chars = o->open_text ? utf8_chars(o->open_text) : 0;
         o->open_tokens = fr.n_ids;
         o->open_closed = fr.closed;
         if (!o->open_text)
@@ -565,13 +580,6 @@ static tl_status choose_style(tl_backend *b, const tl_decide_opts *o, tl_render 
     }
     render->chat = render->style == TL_STYLE_CHAT ? tl_chat_framing_of(fam) : NULL;
     return TL_OK;
-}
-
-static size_t utf8_chars(const char *s) {
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
-    return n;
 }
 
 /* Marks given fields done and records their values; *order lists them in given's order. */

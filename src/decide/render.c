@@ -37,16 +37,26 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
                    context[len - 1] == '\t'))
         len--;
     ok &= tl_strbuf_append(out, context, len);
-    bool numbers = false;
-    for (size_t i = 0; i < s->n_fields; i++)
+    bool numbers = false, open = false;
+    for (size_t i = 0; i < s->n_fields; i++) {
         numbers |= tl_dfield_generated(&s->fields[i]);
+        open |= s->fields[i].open;
+    }
     if (r->style == TL_STYLE_CHAT)
         ok &= tl_strbuf_puts(out, numbers ? "\n\nAnswer each Choice with the label of one of its choices, and each "
-                                            "Number with a number.\n\n"
-                                          : "\n\nAnswer each Choice with the label of one of its choices.\n\n");
+                                            "Number with a number."
+                                          : "\n\nAnswer each Choice with the label of one of its choices.");
     else
         ok &= tl_strbuf_puts(out, "\n\nEach record below answers one question about the input with the label of one "
-                                  "of its choices.\n\n");
+                                  "of its choices.");
+    /* open fields: the open label is followed by the value itself */
+    if (open)
+        ok &= tl_strbuf_puts(out, r->style == TL_STYLE_CHAT
+                                      ? " When no choice fits and the Choice has an open label, answer that label, "
+                                        "then the value on the next line."
+                                      : " When no choice fits and the record has an open label, the answer is that "
+                                        "label and the value follows.");
+    ok &= tl_strbuf_puts(out, "\n\n");
     return ok;
 }
 
