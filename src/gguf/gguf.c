@@ -139,7 +139,7 @@ static size_t count_width(const cursor *c) { return c->g->version == 1 ? 4 : 8; 
 
 static tl_status read_count(cursor *c, uint64_t *out, const char *what) {
     if (c->g->version == 1) {
-        uint32_t v;
+        uint32_t v = 0;
         tl_status st = read_u32(c, &v, what);
         *out = v;
         return st;
@@ -908,16 +908,16 @@ tl_status tl_gguf_get_str(const tl_gguf *g, const char *key, tl_gguf_str *out, t
 }
 
 uint32_t tl_gguf_u32_or(const tl_gguf *g, const char *key, uint32_t def) {
-    uint32_t v;
+    uint32_t v = 0;
     return tl_gguf_get_u32(g, key, &v, NULL) == TL_OK ? v : def;
 }
 
 float tl_gguf_f32_or(const tl_gguf *g, const char *key, float def) {
-    float v;
+    float v = 0;
     return tl_gguf_get_f32(g, key, &v, NULL) == TL_OK ? v : def;
 }
 
 bool tl_gguf_bool_or(const tl_gguf *g, const char *key, bool def) {
-    bool v;
+    bool v = false;
     return tl_gguf_get_bool(g, key, &v, NULL) == TL_OK ? v : def;
 }
