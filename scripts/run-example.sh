@@ -19,3 +19,7 @@ echo
 echo "== typellm decide: examples/ticket (auto: waves by depends_on), values only"
 ./build/typellm decide --model "$MODEL" --schema examples/ticket/schema.json \
   --context examples/ticket/context.txt --values-only
+echo
+echo "== typellm decide: examples/receipt_numbers (an amount and a quantity generated under the number automaton)"
+./build/typellm decide --model "$MODEL" --schema examples/receipt_numbers/schema.json \
+  --context examples/receipt_numbers/context.txt --values-only
