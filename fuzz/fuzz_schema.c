@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (size_t f = 0; f < s->n_fields && f < 64; f++) {
                 size_t body;
                 tl_render_question_text(&styles[st], &s->fields[f], labels, &sb, &body);
-                tl_render_answer_text(&styles[st], &s->fields[f], s->fields[f].n_values - 1, &sb, &body);
+                if (s->fields[f].n_values > 0)
+                    tl_render_answer_text(&styles[st], &s->fields[f], s->fields[f].n_values - 1, &sb, &body);
             }
             tl_strbuf_clear(&sb);
         }

@@ -137,6 +137,8 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
 
 bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_idx, tl_strbuf *out,
                            size_t *body_len) {
+    if (value_idx >= f->n_values) /* generated fields (numbers) have no declared values */
+        return false;
     size_t start = out->len;
     if (r->style == TL_STYLE_RECORD) {
         bool ok = tl_strbuf_printf(out, "\"\nvalue=%s\n\n", f->value_json[value_idx]);
