@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok/pair_heap.h"
 #include "tok/tok_internal.h"
 #include "util/error.h"
 
@@ -25,53 +26,7 @@ typedef struct bpe_pair {
     uint32_t result;  /* interned id of the merged text */
 } bpe_pair;
 
-typedef struct bpe_heap {
-    bpe_pair *v;
-    size_t n, cap;
-} bpe_heap;
-
-static inline bool pair_before(const bpe_pair *a, const bpe_pair *b) { return a->order < b->order; }
-
-static bool heap_push(bpe_heap *h, bpe_pair p) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        bpe_pair *v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &h->v[parent]))
-            break;
-        h->v[i] = h->v[parent];
-        i = parent;
-    }
-    h->v[i] = p;
-    return true;
-}
-
-static bpe_pair heap_pop(bpe_heap *h) {
-    bpe_pair top = h->v[0];
-    bpe_pair last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && pair_before(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!pair_before(&h->v[c], &last))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
-}
+TL_PAIR_HEAP(bpe_heap, bpe_pair)
 
 static bool try_pair(const tl_vocab *v, const bpe_symbol *sym, int left, int right, bpe_heap *h) {
     if (left < 0 || right < 0 || sym[left].iid < 0 || sym[right].iid < 0)

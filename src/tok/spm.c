@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok/pair_heap.h"
 #include "tok/tok_internal.h"
 #include "util/error.h"
 
@@ -36,53 +37,7 @@ static inline uint64_t pair_order(float score, int left) {
     return ((uint64_t)~bits << 32) | (uint32_t)left;
 }
 
-typedef struct spm_heap {
-    spm_pair *v;
-    size_t n, cap;
-} spm_heap;
-
-static inline bool pair_before(const spm_pair *a, const spm_pair *b) { return a->order < b->order; }
-
-static bool heap_push(spm_heap *h, spm_pair p) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        spm_pair *v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!pair_before(&p, &h->v[parent]))
-            break;
-        h->v[i] = h->v[parent];
-        i = parent;
-    }
-    h->v[i] = p;
-    return true;
-}
-
-static spm_pair heap_pop(spm_heap *h) {
-    spm_pair top = h->v[0];
-    spm_pair last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && pair_before(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!pair_before(&h->v[c], &last))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
-}
+TL_PAIR_HEAP(spm_heap, spm_pair)
 
 static int32_t token_of(const tl_vocab *v, const char *s, size_t n) {
     int64_t id = tl_strtab_find(&v->strs, s, n);
