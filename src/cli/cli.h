@@ -4,6 +4,12 @@
 #ifndef TL_CLI_CLI_H
 #define TL_CLI_CLI_H
 
+#include <stdbool.h>
+
+/* Numeric option values (args.c): false after printing "typellm CMD: FLAG: ..." */
+bool tl_cli_long(const char *cmd, const char *flag, const char *s, long *out);
+bool tl_cli_double(const char *cmd, const char *flag, const char *s, double *out);
+
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_tokenize(int argc, char **argv);
 int tl_cmd_detokenize(int argc, char **argv);

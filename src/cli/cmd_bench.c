@@ -33,13 +33,13 @@ int tl_cmd_bench(int argc, char **argv) {
         } else if ((!strcmp(a, "--model") || !strcmp(a, "-m")) && has) {
             model_path = argv[++i];
         } else if (!strcmp(a, "-p") && has) {
-            n_prompt = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("bench", a, argv[++i], &n_prompt)) return 2;
         } else if (!strcmp(a, "-n") && has) {
-            n_gen = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("bench", a, argv[++i], &n_gen)) return 2;
         } else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && has) {
-            threads = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("bench", a, argv[++i], &threads)) return 2;
         } else if (!strcmp(a, "-r") && has) {
-            reps = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("bench", a, argv[++i], &reps)) return 2;
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else {

@@ -137,17 +137,19 @@ int tl_cmd_generate(int argc, char **argv) {
         } else if (!strcmp(a, "--prompt") && has) {
             prompt_text = argv[++i];
         } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-predict")) && has) {
-            n_gen = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("generate", a, argv[++i], &n_gen)) return 2;
         } else if (!strcmp(a, "--temperature") && has) {
-            sm.temperature = strtod(argv[++i], NULL);
+            if (!tl_cli_double("generate", a, argv[++i], &sm.temperature)) return 2;
         } else if (!strcmp(a, "--top-k") && has) {
-            sm.top_k = (int32_t)strtol(argv[++i], NULL, 10);
+            long top_k;
+            if (!tl_cli_long("generate", a, argv[++i], &top_k)) return 2;
+            sm.top_k = (int32_t)top_k;
         } else if (!strcmp(a, "--top-p") && has) {
-            sm.top_p = strtod(argv[++i], NULL);
+            if (!tl_cli_double("generate", a, argv[++i], &sm.top_p)) return 2;
         } else if (!strcmp(a, "--seed") && has) {
             sm.state = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--threads") && has) {
-            threads = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("generate", a, argv[++i], &threads)) return 2;
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else if (!strcmp(a, "--ignore-eos")) {

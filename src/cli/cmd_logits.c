@@ -93,9 +93,9 @@ int tl_cmd_logits(int argc, char **argv) {
         } else if (!strcmp(a, "--ids") && has) {
             ids_arg = argv[++i];
         } else if (!strcmp(a, "--last") && has) {
-            last = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("logits", a, argv[++i], &last)) return 2;
         } else if (!strcmp(a, "--threads") && has) {
-            threads = strtol(argv[++i], NULL, 10);
+            if (!tl_cli_long("logits", a, argv[++i], &threads)) return 2;
         } else if (!strcmp(a, "--extend-ctx")) {
             extend = true;
         } else {
