@@ -84,12 +84,15 @@ int tl_cmd_synth(int argc, char **argv) {
     const char *file = NULL, *report_path = NULL;
     const char *model_path = env_or("AEON_TC_MODEL", NULL), *device = env_or("AEON_TC_DEVICE", "cpu");
     uint64_t seed = strtoull(env_or("AEON_SEED", "0"), NULL, 10);
-    double temperature = atof(env_or("AEON_TC_TEMPERATURE", "0"));
-    int max_tokens = atoi(env_or("AEON_TC_MAX_TOKENS", "128")), max_probes = atoi(env_or("AEON_TC_MAX_PROBES", "4096"));
-    int top_k = atoi(env_or("AEON_TC_TOP_K", "32")), attempts = atoi(env_or("AEON_TC_ATTEMPTS", "8"));
-    long long max_states = atoll(env_or("AEON_TC_MAX_STATES", "20000"));
-    double budget = 120;
-    int threads = 2;
+    double temperature, budget = 120;
+    long max_tokens, max_probes, top_k, attempts, max_states, threads = 2;
+    if (!tl_cli_double("synth", "AEON_TC_TEMPERATURE", env_or("AEON_TC_TEMPERATURE", "0"), &temperature) ||
+        !tl_cli_long("synth", "AEON_TC_MAX_TOKENS", env_or("AEON_TC_MAX_TOKENS", "128"), &max_tokens) ||
+        !tl_cli_long("synth", "AEON_TC_MAX_PROBES", env_or("AEON_TC_MAX_PROBES", "4096"), &max_probes) ||
+        !tl_cli_long("synth", "AEON_TC_TOP_K", env_or("AEON_TC_TOP_K", "32"), &top_k) ||
+        !tl_cli_long("synth", "AEON_TC_ATTEMPTS", env_or("AEON_TC_ATTEMPTS", "8"), &attempts) ||
+        !tl_cli_long("synth", "AEON_TC_MAX_STATES", env_or("AEON_TC_MAX_STATES", "20000"), &max_states))
+        return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
@@ -103,21 +106,21 @@ int tl_cmd_synth(int argc, char **argv) {
         } else if (!strcmp(a, "--seed") && has) {
             seed = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--temperature") && has) {
-            temperature = atof(argv[++i]);
+            if (!tl_cli_double("synth", a, argv[++i], &temperature)) return 2;
         } else if (!strcmp(a, "--max-tokens") && has) {
-            max_tokens = atoi(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &max_tokens)) return 2;
         } else if (!strcmp(a, "--max-probes") && has) {
-            max_probes = atoi(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &max_probes)) return 2;
         } else if (!strcmp(a, "--top-k") && has) {
-            top_k = atoi(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &top_k)) return 2;
         } else if (!strcmp(a, "--max-states") && has) {
-            max_states = atoll(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &max_states)) return 2;
         } else if (!strcmp(a, "--attempts") && has) {
-            attempts = atoi(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &attempts)) return 2;
         } else if (!strcmp(a, "--budget") && has) {
-            budget = atof(argv[++i]);
+            if (!tl_cli_double("synth", a, argv[++i], &budget)) return 2;
         } else if (!strcmp(a, "--threads") && has) {
-            threads = atoi(argv[++i]);
+            if (!tl_cli_long("synth", a, argv[++i], &threads)) return 2;
         } else if (!strcmp(a, "--report") && has) {
             report_path = argv[++i];
         } else if (a[0] != '-' && !file) {
