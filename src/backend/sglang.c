@@ -152,7 +152,10 @@ static tl_status http_call(sglang_impl *im, const char *path, const char *body, 
 }
 
 /* POSTs j (or GETs when j is NULL) and parses a JSON reply into *out.
- * A non-2xx status is TL_ERR_REMOTE with the server's message. */
+ * A non-2xx status is TL_ERR_REMOTE with the server's message. A 2xx reply
+ * that is not JSON (cut off, or an intermediary's page) is retried like a
+ * 5xx — every request this backend makes is idempotent — and reported with
+ * the parse position when it persists. */
 static tl_status call_json(sglang_impl *im, const char *path, json_t *j, json_t **out, long *status_out,
                            tl_error *err) {
     char *body = NULL;
@@ -163,20 +166,31 @@ static tl_status call_json(sglang_impl *im, const char *path, json_t *j, json_t 
     }
     tl_strbuf reply = TL_STRBUF_INIT;
     long status = 0;
-    tl_status st = http_call(im, path, body, &status, &reply, err);
-    free(body);
-    if (status_out)
-        *status_out = status;
-    if (st == TL_OK && (status < 200 || status >= 300))
-        st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld: %.300s", path, status,
-                          tl_strbuf_cstr(&reply));
-    if (st == TL_OK) {
+    tl_status st = TL_OK;
+    for (int attempt = 0;; attempt++) {
+        st = http_call(im, path, body, &status, &reply, err);
+        if (st == TL_OK && (status < 200 || status >= 300)) {
+            st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld: %.300s", path, status,
+                              tl_strbuf_cstr(&reply));
+            break;
+        }
+        if (st)
+            break;
         json_error_t je;
         *out = json_loadb(reply.buf ? reply.buf : "", reply.len, 0, &je);
-        if (!*out)
-            st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s: reply is not JSON (line %d, column %d: %s)", path,
-                              je.line, je.column, je.text);
+        if (*out)
+            break;
+        if (attempt >= im->max_retries) {
+            st = tl_error_set(err, TL_ERR_REMOTE,
+                              "sglang: %s: reply is not JSON (line %d, column %d: %s; %zu bytes, after %d attempts)",
+                              path, je.line, je.column, je.text, reply.len, attempt + 1);
+            break;
+        }
+        sleep_s(0.2 * (double)(1 << (attempt < 6 ? attempt : 6)));
     }
+    if (status_out)
+        *status_out = status;
+    free(body);
     tl_strbuf_free(&reply);
     return st;
 }

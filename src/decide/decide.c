@@ -385,8 +385,14 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
                                r->out[fi].logprobs};
     }
     tl_usage wave_usage = {0};
-    if (!st && n_reqs)
-        st = tl_backend_score(r->b, reqs, n_reqs, &wave_usage, err);
+    if (!st && n_reqs && (st = tl_backend_score(r->b, reqs, n_reqs, &wave_usage, err))) {
+        /* name what the failure cost: the fields of this step */
+        tl_strbuf names = TL_STRBUF_INIT;
+        for (size_t j = 0; j < k && names.len < 200; j++)
+            tl_strbuf_printf(&names, "%s%s", j ? ", " : "", r->schema->fields[order[j]].path);
+        tl_error_wrap(err, "decide: %s%s undecided", tl_strbuf_cstr(&names), names.len >= 200 ? ", ..." : "");
+        tl_strbuf_free(&names);
+    }
     r->usage.prompt_tokens += wave_usage.prompt_tokens;
     r->usage.cached_tokens += wave_usage.cached_tokens;
     r->usage.computed_tokens += wave_usage.computed_tokens;
