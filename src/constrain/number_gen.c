@@ -205,8 +205,8 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
             tl_strbuf d = TL_STRBUF_INIT;
             tl_number_spec_describe(spec, &d);
             tl_status rs = tl_error_set(err, TL_ERR_UNSUPPORTED,
-                                        "number: an %s cannot be enforced over the %s backend without the model's "
-                                        "tokenizer: pass --tokenizer M.gguf (a GGUF of the same model)",
+                                        "number: %s: the multipleOf cannot be enforced over the %s backend without "
+                                        "the model's tokenizer: pass --tokenizer M.gguf (a GGUF of the same model)",
                                         tl_strbuf_cstr(&d), b->ops->kind);
             tl_strbuf_free(&d);
             return rs;
