@@ -65,3 +65,9 @@ tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, fl
     tl_status st = check_ids(b, ids, n, "ids", 0, err);
     return st ? st : b->ops->next_logits(b, ids, n, logits, usage, err);
 }
+
+const char *tl_backend_kind(const tl_backend *b) { return b ? b->ops->kind : "none"; }
+const char *tl_backend_model_name(const tl_backend *b) { return b ? b->model_name : NULL; }
+int32_t tl_backend_n_vocab(const tl_backend *b) { return b ? b->n_vocab : 0; }
+const tl_vocab *tl_backend_vocab(const tl_backend *b) { return b ? b->vocab : NULL; }
+const char *tl_backend_chat_template(const tl_backend *b) { return b ? b->chat_template : NULL; }

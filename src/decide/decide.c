@@ -1,4 +1,4 @@
-/* decide.c: tl_decide: schema -> labels -> plan -> render -> score -> values.
+/* decide.c: the decision core: schema -> labels -> plan -> render -> score -> values.
  *
  * The type guarantee lives here: a field's value is always one of its
  * declared values, because the only tokens ever read are the field's labels
@@ -507,6 +507,13 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     }
     json_object_set_new(fj, "probabilities", probs);
     json_object_set_new(fj, "candidates", cands);
+    if (o->decided) {
+        /* label_mass: full-vocabulary probability on the declared labels (decide.h) */
+        double mass = 0;
+        for (size_t i = 0; i < tl_dfield_n_choices(f); i++)
+            mass += exp(o->logprobs[i]);
+        json_object_set_new(fj, "label_mass", json_real(mass));
+    }
     json_object_set_new(fj, "abstained", json_boolean(o->abstained));
     if (o->given)
         json_object_set_new(fj, "given", json_true());
@@ -660,10 +667,14 @@ tl_status tl_decide_check_schema(const json_t *schema, tl_error *err) {
     return st;
 }
 
-tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
-                          const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                        const json_t *given, const tl_decide_opts *opts, json_t **result, tl_decision **decision,
+                        tl_error *err) {
     static const tl_decide_opts defaults = {0};
-    *result = NULL;
+    if (result)
+        *result = NULL;
+    if (decision)
+        *decision = NULL;
     if (!b || !schema || (!context && context_len))
         return tl_error_set(err, TL_ERR_INVALID, "decide: missing backend, schema or context");
     if (!opts)
@@ -730,8 +741,14 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
         st = run_wave(r, &base, plan.order + plan.wave_start[w], plan.wave_start[w + 1] - plan.wave_start[w], w, err);
         t_score += tl_now_s() - ts;
     }
+    json_t *res = NULL;
     if (!st)
-        st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, result, err);
+        st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, &res, err);
+    if (!st && decision)
+        st = tl_decision_wrap(res, r->schema, decision, err); /* takes its own reference */
+    if (!st && result)
+        *result = json_incref(res);
+    json_decref(res);
 out:
     if (r->out)
         for (size_t i = 0; i < r->schema->n_fields; i++) {
@@ -752,7 +769,12 @@ out:
     return st;
 }
 
-tl_status tl_decide(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
-                    const tl_decide_opts *opts, json_t **result, tl_error *err) {
-    return tl_decide_given(b, context, context_len, schema, NULL, opts, result, err);
+tl_status tl_decide_given_json(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                               const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    return tl_decide_run(b, context, context_len, schema, given, opts, result, NULL, err);
+}
+
+tl_status tl_decide_json(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                         const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    return tl_decide_run(b, context, context_len, schema, NULL, opts, result, NULL, err);
 }

@@ -145,7 +145,7 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     opts.threshold = dr.threshold;
     json_t *result = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide(&b, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
+    tl_status st = tl_decide_json(&b, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
     tl_server_slot_release(s);
     if (st == TL_OK) {
         reply_json(r, 200, result);

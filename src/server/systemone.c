@@ -477,7 +477,7 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     memset(&opts, 0, sizeof opts);
     opts.mode = "batch";
     json_t *result = NULL;
-    tl_status st = tl_decide(&b, sr.state, sr.state_len, schema, &opts, &result, &err);
+    tl_status st = tl_decide_json(&b, sr.state, sr.state_len, schema, &opts, &result, &err);
     tl_server_slot_release(s);
     json_decref(schema);
     if (st != TL_OK) {

@@ -2,6 +2,7 @@
 #include "util/error.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,3 +59,7 @@ const char *tl_status_name(tl_status s) {
     }
     return "unknown";
 }
+
+const char *tl_version(void) { return TL_VERSION; }
+
+void tl_free(void *p) { free(p); }

@@ -62,7 +62,7 @@ typedef struct decider {
 static void *decide_main(void *arg) {
     decider *d = arg;
     tl_decide_opts o = {.mode = "batch"};
-    d->status = tl_decide(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
+    d->status = tl_decide_json(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
     return NULL;
 }
 
@@ -112,13 +112,13 @@ int main(void) {
     for (int i = 0; i < 3 && remote && remote_tok; i++) {
         tl_decide_opts o = {.mode = modes[i]};
         json_t *lr = NULL, *rr = NULL, *rr2 = NULL, *rt = NULL;
-        CHECK(tl_decide(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
-        tl_status st = tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr, &err);
+        CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
+        tl_status st = tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr, &err);
         CHECKF(st == TL_OK, "%s: remote decide: %s", modes[i], err.msg);
         if (lr && rr)
             compare(lr, rr, modes[i], 1e-4);
         /* Again: the server's prefix cache now holds all of it. */
-        CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr2, &err) == TL_OK);
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr2, &err) == TL_OK);
         if (rr2) {
             json_t *u = json_object_get(rr2, "usage");
             json_int_t prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
@@ -130,7 +130,7 @@ int main(void) {
                 CHECKF(c1 > 0, "sequential: later decisions reuse earlier ones (cached %lld)", (long long)c1);
             }
         }
-        CHECK(tl_decide(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
+        CHECK(tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
         if (lr && rt)
             compare(lr, rt, "with --tokenizer", 1e-4);
         json_decref(lr);
