@@ -47,12 +47,46 @@ typedef struct tl_sglang_params {
 } tl_sglang_params;
 TL_API tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err);
 
+/* The shared batching backend: one session over m (which must outlive it),
+ * owned by one thread of the backend's own; every other thread may call it at
+ * once (tl_decide, tl_backend_score / next_logits / eval, ...). Calls waiting
+ * at the same moment run as one batched forward pass, over one prefix cache,
+ * and each gets exactly the numbers it would get alone (bit for bit).
+ * params NULL: default session, 256 sequences per batch.
+ * Errors: those of tl_session_new; TL_ERR_INTERNAL when the thread cannot start.
+ * Freeing it (after every client) cancels what is still queued. */
+typedef struct tl_shared_params {
+    tl_session_params session; /* the one session: threads, cache budget, context */
+    int max_batch_seqs;        /* sequences merged into one step; <= 0: 256 */
+} tl_shared_params;
+TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out,
+                                       tl_error *err);
+
+/* One caller's limits on a shared backend: a call still queued when the
+ * deadline passes returns TL_ERR_TIMEOUT, one whose cancelled() turns true
+ * (polled every 100 ms while queued) TL_ERR_CANCELLED. A call already running
+ * always completes. */
+typedef struct tl_call_limits {
+    double deadline_s;            /* a tl_now_s() value; 0: none */
+    bool (*cancelled)(void *ctx); /* NULL: never */
+    void *ctx;
+} tl_call_limits;
+/* A client of shared: a backend that runs through shared's thread and cache
+ * under limits (NULL: none). Used by one thread at a time; free it with
+ * tl_backend_free before shared. */
+TL_API tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limits *limits, tl_backend **out,
+                                          tl_error *err);
+/* Batched steps the shared backend's thread has run so far (of a shared
+ * backend or any of its clients; 0 for other kinds): fewer steps than calls
+ * means calls were merged. */
+TL_API uint64_t tl_backend_shared_steps(const tl_backend *b);
+
 /* Frees any backend (NULL: no-op). */
 TL_API void tl_backend_free(tl_backend *b);
 
 /* ---- what a backend is --------------------------------------------------- */
 
-/* "local", "sglang" or "shared". Static string. */
+/* "local", "sglang" or "shared" (a shared backend and its clients). Static string. */
 TL_API const char *tl_backend_kind(const tl_backend *b);
 /* What replies name as the model (general.name, the file's base name, or the
  * server's model path); owned by the backend. */
@@ -95,6 +129,19 @@ TL_API tl_status tl_backend_score(tl_backend *b, tl_score_req *reqs, size_t k, t
  * on remote backends. */
 TL_API tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits,
                                         tl_usage *usage, tl_error *err);
+
+/* ---- evaluation (local-engine backends: local and shared) --------------------- */
+
+/* k sequences in one batched step (model.h's tl_seq: full logits and/or
+ * candidate log-probabilities after each), as tl_session_eval_batch. */
+TL_API tl_status tl_backend_eval(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+/* Logits at each of the last k_last positions of ids (k_last x n_vocab), for
+ * prompt log-probabilities. */
+TL_API tl_status tl_backend_eval_last(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                                      tl_usage *usage, tl_error *err);
+/* Drops every unpinned cached token (tl_session_flush). */
+TL_API tl_status tl_backend_flush(tl_backend *b, tl_error *err);
+/* Each returns TL_ERR_UNSUPPORTED on remote backends. */
 
 #ifdef __cplusplus
 }

@@ -90,6 +90,9 @@ typedef struct tl_usage {
     int64_t output_tokens;   /* tokens generated */
 } tl_usage;
 
+/* to += u, field by field (NULL u: nothing). */
+TL_API void tl_usage_add(tl_usage *to, const tl_usage *u);
+
 /* Releases memory the library allocated for the caller (strings from
  * tl_decision_to_json, id arrays from tl_backend_tokenize, ...). NULL is a no-op. */
 TL_API void tl_free(void *p);

@@ -3,11 +3,10 @@
  * /v1/models) and /v1/decide, over one loaded model.
  *
  * Threads: libmicrohttpd runs one thread per connection (so a slow client
- * only holds its own thread); exactly one scheduler thread owns the model's
- * session and its prefix cache. Request threads tokenize and validate on
- * their own, then enqueue evaluation jobs; the scheduler runs the jobs of all
- * waiting requests as one tl_session_eval_batch, so concurrent requests share
- * forward passes and one cache.
+ * only holds its own thread); the model runs behind one shared batching
+ * backend (tl_backend_shared_new, backend.h): request threads tokenize and
+ * validate on their own, then call it at once, and the calls waiting at the
+ * same moment run as one batched forward pass over one prefix cache.
  *
  * Every request handler is reachable without a socket through
  * tl_server_handle(), which the tests and fuzz targets call directly. */

@@ -16,7 +16,7 @@
 
 /* A backend is a vtable plus its state; use the tl_backend_* wrappers below. */
 typedef struct tl_backend_ops {
-    const char *kind; /* "local", "sglang" */
+    const char *kind; /* "local", "sglang", "shared" */
     void (*free)(tl_backend *b);
     tl_status (*tokenize)(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
                           int32_t **ids, size_t *n, tl_error *err);
@@ -31,6 +31,12 @@ typedef struct tl_backend_ops {
     tl_status (*generate_regex)(tl_backend *b, const int32_t *ids, size_t n, const char *regex, int max_tokens,
                                 double temperature, uint64_t seed, int32_t **out_ids, size_t *n_out,
                                 tl_usage *usage, tl_error *err);
+    /* The engine's batched evaluation, prompt logits, cache flush (local
+     * engines); NULL for remote backends. */
+    tl_status (*eval)(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+    tl_status (*eval_last)(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                           tl_usage *usage, tl_error *err);
+    tl_status (*flush)(tl_backend *b, tl_error *err);
 } tl_backend_ops;
 
 struct tl_backend {
@@ -41,5 +47,9 @@ struct tl_backend {
     const char *chat_template;  /* Jinja source, or NULL */
     void *impl;
 };
+
+/* The tl_seq of each score request (candidate logprobs only); NULL (and
+ * err set) when out of memory. The caller frees the array. */
+tl_seq *tl_score_reqs_to_seqs(const tl_score_req *reqs, size_t k, tl_error *err);
 
 #endif

@@ -171,14 +171,6 @@ static tl_status chat_terminator_ids(decide_run *r, int32_t term_ids[2], size_t 
     return TL_OK;
 }
 
-static void usage_add(tl_usage *to, const tl_usage *u) {
-    to->prompt_tokens += u->prompt_tokens;
-    to->cached_tokens += u->cached_tokens;
-    to->computed_tokens += u->computed_tokens;
-    to->forward_passes += u->forward_passes;
-    to->output_tokens += u->output_tokens;
-}
-
 /* The open choice of field fi was picked after the question in branch: the
  * label and the lead are appended to a copy, then the model writes the value
  * unconstrained (tl_freetext_generate) until the closing quote (record) or
@@ -218,7 +210,7 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     if (!st && (st = tl_freetext_generate(r->b, seq.ids, seq.n, &fp, &fr, err)))
         tl_error_wrap(err, "decide: %s", f->path);
     if (!st) {
-        usage_add(&r->usage, &fr.usage);
+        tl_usage_add(&r->usage, &fr.usage);
         /* blank space around the value is layout, not value (" mobile app\n") */
         const char *v = fr.value ? fr.value : "";
         size_t len = fr.value ? fr.value_len : 0;
