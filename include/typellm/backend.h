@@ -41,7 +41,8 @@ TL_API tl_session *tl_backend_local_session(tl_backend *b);
 typedef struct tl_sglang_params {
     const char *base_url;
     const char *api_key;
-    const char *tokenizer_path;
+    const char *tokenizer_path; /* a GGUF of the same model: its tokenizer (used instead of /tokenize)
+                                   and chat template; needed for numbers and patterns under the automaton */
     double timeout_s;   /* per request; 0: 60 s */
     int max_retries;    /* on 429/5xx/connect failure; < 0: 3 */
 } tl_sglang_params;
