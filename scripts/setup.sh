@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libcurl4-openssl-dev
-      python3-numpy wrk valgrind nodejs npm)
+      python3-numpy wrk valgrind nodejs npm
+      python3-pip python3-setuptools python3-wheel python3-pytest python3-pydantic)
 
 missing=()
 # A tool package counts as present when its command is already on PATH from
@@ -27,3 +28,26 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
+
+# The Python package (python/, ctypes over build/libtypellm.so, which setup.py
+# bundles into it): installed offline into python3 on PATH. pip refuses an
+# externally managed interpreter (Debian's own, PEP 668) unless told
+# --break-system-packages; set TL_NO_PYTHON=1 to skip this step.
+if [ "${TL_NO_PYTHON:-0}" != 1 ]; then
+  pyflags=(-q --no-build-isolation --no-deps)
+  if python3 -c 'import os, sys, sysconfig; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else 1)'; then
+    pyflags+=(--break-system-packages)
+  fi
+  # Building the wheel needs the wheel package; an interpreter without it
+  # (e.g. a pyenv build on PATH) borrows Debian's python3-wheel for the build
+  # (only that package, through a folder on PYTHONPATH).
+  pyextra=""
+  if ! python3 -c "import wheel" 2>/dev/null && [ -d /usr/lib/python3/dist-packages/wheel ]; then
+    pyextra=$(mktemp -d)
+    ln -s /usr/lib/python3/dist-packages/wheel /usr/lib/python3/dist-packages/wheel-*info "$pyextra/"
+  fi
+  TYPELLM_BUILD_DIR="$PWD/build" PIP_NO_INDEX=1 PYTHONPATH="$pyextra${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 -m pip install "${pyflags[@]}" ./python 2>&1 | grep -v -i -E 'warning|notice|root user' >&2 || true
+  [ -z "$pyextra" ] || rm -rf "$pyextra"
+  python3 -c "import typellm" || { echo "setup: the Python package did not install" >&2; exit 1; }
+fi

@@ -3,10 +3,13 @@
 on a cached context through typellm.Client.generate and through the same loop
 in C (bench/bench_decide_loop: parse the schema, decide on a client of the
 shared backend, render the JSON), alternated ROUNDS times; prints both and
-the ratio of the medians.
+the ratio of the medians. Both wall time and CPU time (user + system of
+every thread, from getrusage) are reported; on a loaded machine the CPU
+time is the figure to read.
    python3 python/bench/bench_overhead.py [--model M] [--n 1000] [--rounds 3] [--build build]"""
 import argparse
 import os
+import resource
 import re
 import statistics
 import subprocess
@@ -28,16 +31,25 @@ schema, context = open(a.schema).read(), open(a.context).read()
 client = typellm.Client(model=a.model, threads=1)
 for _ in range(20):
     client.generate(context=context, schema=schema)
-py, c = [], []
+def cpu(who):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+py, c, pyc, cc = [], [], [], []
 for _ in range(a.rounds):
-    t = time.perf_counter()
+    t, u = time.perf_counter(), cpu(resource.RUSAGE_SELF)
     for _ in range(a.n):
         client.generate(context=context, schema=schema)
     py.append((time.perf_counter() - t) / a.n * 1e3)
+    pyc.append((cpu(resource.RUSAGE_SELF) - u) / a.n * 1e3)
+    u = cpu(resource.RUSAGE_CHILDREN)
     out = subprocess.run([os.path.join(a.build, "bench_decide_loop"), a.model, a.schema, a.context, str(a.n), "1"],
                          check=True, capture_output=True, text=True).stdout
+    # the child's CPU time includes its 20 warm-up decisions and the model load: scale to its timed loop
     c.append(float(re.search(r"\(([\d.]+) ms per decision\)", out).group(1)))
-mp, mc = statistics.median(py), statistics.median(c)
-print(f"python: {a.n} decisions, ms per decision by round: {', '.join(f'{x:.3f}' for x in py)}")
-print(f"c:      {a.n} decisions, ms per decision by round: {', '.join(f'{x:.3f}' for x in c)}")
-print(f"median python {mp:.3f} ms, C {mc:.3f} ms: python/C = {mp / mc:.3f} ({(mp / mc - 1) * 100:+.1f}%)")
+    cc.append((cpu(resource.RUSAGE_CHILDREN) - u) / (a.n + 20) * 1e3)
+for name, xs, ys in (("wall", py, c), ("cpu", pyc, cc)):
+    mp, mc = statistics.median(xs), statistics.median(ys)
+    print(f"{name}: python ms/decision {', '.join(f'{x:.3f}' for x in xs)}; C {', '.join(f'{x:.3f}' for x in ys)}")
+    print(f"{name}: median python {mp:.3f} ms, C {mc:.3f} ms: python/C = {mp / mc:.3f} ({(mp / mc - 1) * 100:+.1f}%)")
