@@ -324,6 +324,9 @@ void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* The chat (chat = true) or completions request parser alone, through the
+ * /generate request it becomes (fuzzing): false with *f filled on bad input. */
+bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);
 void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 
 /* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
