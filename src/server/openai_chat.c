@@ -21,10 +21,9 @@
 #include <time.h>
 
 #include "decide/chat_template.h"
-#include "decide/decide.h"
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/strbuf.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 #define OAI_MAX_N 16            /* choices per request */
 #define OAI_DEFAULT_MAX_TOKENS 256
@@ -278,7 +277,7 @@ static bool parse_response_format(const json_t *root, oai_request *r, parse_fail
         return false;
     }
     tl_error err = {0};
-    if (tl_decide_check_schema(schema, &err) != TL_OK) {
+    if (server_check_schema(schema, &err) != TL_OK) {
         fail_openai(f, 400, "response_format.json_schema.schema", "unsupported_schema",
                  "response_format.json_schema.schema: typellm cannot decide this schema: %s", err.msg);
         return false;

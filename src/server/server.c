@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/fileio.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 #define SERVER_MAX_CONNECTIONS 512
 
@@ -64,7 +64,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->started_s = tl_now_s();
     s->started_wall = time(NULL);
     tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
-                           .max_batch_seqs = 256};
+                           .max_batch_seqs = 0 /* the backend default */};
     tl_status st = tl_backend_shared_new(m, &sp, &s->shared, err);
     if (st != TL_OK) {
         tl_server_free(s);

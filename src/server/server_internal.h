@@ -9,7 +9,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "typellm/backend.h"
+#include "typellm/decide.h"
 #include "server/server.h"
 
 /* The model runs behind the library's shared batching backend
@@ -304,10 +305,13 @@ void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply 
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
 
 /* tl_decide through the shared backend under the request's deadline and
- * cancellation (decide_api.c): what every decision endpoint runs. */
-struct tl_decide_opts;
+ * cancellation (decide_api.c): what every decision endpoint runs. The result
+ * is the decision's JSON document (tl_decision_to_json). */
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
-                        const json_t *schema, const struct tl_decide_opts *opts, json_t **result, tl_error *err);
+                        const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err);
+
+/* The schema checks tl_decide makes before it needs the model (early 4xx). */
+tl_status server_check_schema(const json_t *schema, tl_error *err);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);
