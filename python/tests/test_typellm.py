@@ -214,3 +214,27 @@ def test_no_memory_growth(record):
     grown = rss_kb() - before
     print(f"1000 decisions: {time.time() - t:.2f} s, RSS grew {grown} kB", file=sys.stderr)
     assert grown < 4096, f"RSS grew {grown} kB over 1,000 decisions"
+
+
+def test_ctypes_structs_mirror_the_headers():
+    """Every struct _native mirrors has the header's fields, in order (a field
+    added to a public struct must be added here too, or calls pass garbage)."""
+    from typellm import _native as N
+    mirrors = {"tl_error": N.Error, "tl_usage": N.Usage, "tl_session_params": N.SessionParams,
+               "tl_shared_params": N.SharedParams, "tl_sglang_params": N.SglangParams,
+               "tl_decide_opts": N.DecideOpts, "tl_strbuf": N.Strbuf, "tl_server_params": N.ServerParams}
+    inc = os.path.join(SRC, "include", "typellm")
+    text = "\n".join(open(os.path.join(inc, f)).read() for f in sorted(os.listdir(inc)) if f.endswith(".h"))
+    for cname, cls in mirrors.items():
+        m = re.search(r"typedef struct %s \{(.*?)\} %s;" % (cname, cname), text, re.S)
+        assert m, f"{cname} not found in include/typellm"
+        body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+        names = []
+        for decl in body.split(";"):
+            decl = decl.strip()
+            if not decl:
+                continue
+            decl = re.sub(r"\[[^\]]*\]", "", decl)           # char msg[1024]
+            fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)     # function pointers
+            names += [fp.group(1)] if fp else [p.strip().split()[-1].lstrip("*") for p in decl.split(",")]
+        assert names == [f[0] for f in cls._fields_], f"{cname}: header {names} vs ctypes {[f[0] for f in cls._fields_]}"

@@ -340,7 +340,7 @@ class Server:
         _check(N.model_load(_b(os.fspath(model)), ctypes.byref(m), ctypes.byref(err)), err, ModelError)
         self._model = m
         self._params = N.ServerParams(_b(os.fspath(model)), _b(host), int(port), _b(api_key), int(threads),
-                                      int(cache_mb), 0, 0, 0, 0, 0, 0.0, None)
+                                      int(cache_mb))  # the other limits: the library's defaults
         s = N.P()
         rc = N.server_new(m, ctypes.byref(self._params), ctypes.byref(s), ctypes.byref(err))
         if rc == 0:
