@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
+#include "typellm/common.h"
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
