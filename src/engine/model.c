@@ -712,6 +712,11 @@ static tl_status model_from_gguf(tl_gguf *g, const char *path, tl_model **out, t
     L.vec_cap = (size_t)m->n_layer * (4 * (size_t)m->n_embd + 2 * (size_t)(m->max_q + m->max_kv_k) +
                                       (size_t)m->max_kv_v + 1) +
                 (size_t)m->n_embd + 3 * (size_t)MAX_HEAD_DIM;
+    /* every vector is a tensor of the file, at least 2 bytes per value: a
+     * header with huge dimensions cannot make this allocation huge */
+    size_t file_cap = (size_t)(tl_gguf_file_size(m->gguf) / 2) + 3 * (size_t)MAX_HEAD_DIM;
+    if (L.vec_cap > file_cap)
+        L.vec_cap = file_cap;
     m->vectors = malloc(sizeof(float) * L.vec_cap);
     if (!m->vectors) {
         st = tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory for %d layers", path, m->n_layer);
