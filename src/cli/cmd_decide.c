@@ -44,6 +44,7 @@ static void usage(FILE *f) {
             "                      [--context FILE | --context-text STR]   (default: context from stdin)\n"
             "                      [--mode sequential|batch|auto] [--style chat|record] [--chat-template NAME]\n"
             "                      [--temperature T] [--seed N] [--threshold P] [--threads N] [--trace] [--values-only]\n"
+            "                      [--lenient] [--strict]\n"
             "  --schema S.json      ordered JSON Schema object: properties order = decision order\n"
             "  --mode M             sequential: each decision sees the ones before it; batch: every field\n"
             "                       sees only the context (one batched step); auto (default): waves by depends_on\n"
@@ -55,6 +56,8 @@ static void usage(FILE *f) {
             "  --threads N          CPU threads (default: all cores)\n"
             "  --trace              per field: the exact token ids sent and the position scored\n"
             "  --values-only        print only {\"field\": value, ...}\n"
+            "  --lenient            unknown or unhonourable schema keywords are warnings, not errors\n"
+            "  --strict             refuse free text (strings without enum), as \"x-strict\": true\n"
             "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
             "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
             "                       model's tokenizer for servers without /tokenize\n");
@@ -104,6 +107,8 @@ static bool set_threads(decide_args *a, const char *v) {
 }
 static bool set_trace(decide_args *a, const char *v) { return (a->opts.trace = true), true; }
 static bool set_values_only(decide_args *a, const char *v) { return (a->values_only = true), true; }
+static bool set_lenient(decide_args *a, const char *v) { return (a->opts.lenient = true), true; }
+static bool set_strict(decide_args *a, const char *v) { return (a->opts.strict = true), true; }
 
 /* ---- --server: the remote SGLang backend (server developer) ---- */
 static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
@@ -134,6 +139,8 @@ static const decide_option options[] = {
     {"--threads", true, set_threads},
     {"--trace", false, set_trace},
     {"--values-only", false, set_values_only},
+    {"--lenient", false, set_lenient},
+    {"--strict", false, set_strict},
 };
 
 /* Returns 0 when parsed, 2 on a usage error (message printed), -1 for --help. */
@@ -215,7 +222,7 @@ int tl_cmd_decide(int argc, char **argv) {
     tl_model *model = NULL;
     tl_backend *b = NULL;
     tl_status st = load_schema(a.schema_path, &schema, &err);
-    if (!st && !(st = tl_decide_check_schema(schema, &err))) {
+    if (!st && !(st = tl_decide_check_schema_opts(schema, &a.opts, &err))) {
         if (a.context_text) {
             context_len = strlen(a.context_text);
             context = strdup(a.context_text);

@@ -25,6 +25,8 @@ typedef struct tl_decide_opts {
     uint64_t seed;             /* sampling seed (used only when temperature > 0) */
     double threshold;          /* 0 = none; a chosen value with probability below it is abstained */
     bool trace;                /* add per-field "trace" (token ids sent, position scored) */
+    bool lenient;              /* unknown / unhonourable schema keywords are warnings ("warnings" in the result) */
+    bool strict;               /* refuse free text: strings without enum are schema errors (as "x-strict": true) */
 } tl_decide_opts;
 
 /* Runs every field of schema over context[0..context_len) on backend b and
@@ -65,5 +67,7 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
  * TL_ERR_SCHEMA errors tl_decide gives, except those that need the tokenizer
  * (labels that cannot be made single-token). */
 tl_status tl_decide_check_schema(const json_t *schema, tl_error *err);
+/* The same under opts' lenient / strict (opts may be NULL). */
+tl_status tl_decide_check_schema_opts(const json_t *schema, const tl_decide_opts *opts, tl_error *err);
 
 #endif
