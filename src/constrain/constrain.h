@@ -240,7 +240,9 @@ size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, b
 /* ===== patterned strings (pattern.c) ====================================
  * A JSON Schema `pattern` (ECMA/PCRE subset: literals, ., classes, \d \w \s
  * and their negations, groups, |, * + ? {n,m}, ^ and $ at the ends of
- * top-level alternatives; unanchored sides match any text) compiled to a DFA
+ * top-level alternatives; an unanchored end continues with any text, an
+ * unanchored start is generated as if anchored: the value begins with the
+ * match, so it matches under search semantics) compiled to a DFA
  * over code points. TL_ERR_UNSUPPORTED with the byte offset for what it does
  * not read (backreferences, lookaround, \b, flags). Generated values are
  * JSON string bodies written literally: never '"', '\\', control characters
@@ -248,8 +250,9 @@ size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, b
 typedef struct tl_pattern tl_pattern;
 tl_status tl_pattern_compile(const char *src, size_t len, tl_pattern **out, tl_error *err);
 void tl_pattern_free(tl_pattern *p);
-/* Whether the whole of s matches (as PCRE2 would search it, within the
- * literal-safe characters). */
+/* Whether s is a value typellm may generate: it begins with a match (and
+ * ends with one where the pattern says `$`), within the literal-safe
+ * characters. Every such value matches the pattern under search semantics. */
 bool tl_pattern_matches(const tl_pattern *p, const char *s, size_t len);
 /* Some matching value has min_len..max_len code points. */
 bool tl_pattern_viable_length(tl_pattern *p, size_t min_len, size_t max_len);

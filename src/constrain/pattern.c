@@ -6,10 +6,13 @@
  * \xHH \uHHHH and escaped punctuation, groups `( )` `(?: )` `(?<name> )`,
  * alternation `|`, quantifiers `* + ? {n} {n,} {n,m}` (lazy `?` and
  * possessive `+` suffixes read as greedy: the language is the same), `^` at
- * the start and `$` at the end of a top-level alternative. A pattern is
- * unanchored as JSON Schema says (it may match anywhere in the value): an
- * alternative without `^` / `$` is padded with "any text". Refused, with the
- * offset: backreferences, lookaround, \b \B, anchors elsewhere, flags.
+ * the start and `$` at the end of a top-level alternative. A JSON Schema
+ * pattern is unanchored (it may match anywhere in the value); typellm
+ * generates values that begin with a match (a searching DFA would be
+ * exponential in counted repeats) and, where the alternative has no `$`,
+ * continue with any text. Every such value matches as the pattern says.
+ * Refused, with the offset: backreferences, lookaround, \b \B, anchors
+ * elsewhere, flags.
  *
  * Generated values are JSON string bodies written literally, so they never
  * contain `"`, `\` or control characters (U+0000..U+001F), nor surrogates:
@@ -28,9 +31,10 @@
 
 #define CP_MAX 0x10FFFF
 #define NFA_MAX 20000
-#define DFA_MAX 2048
+#define DFA_MAX 4096
 #define REPEAT_MAX 1000
 #define DP_BUDGET 60000000ull
+#define DFA_BUDGET 100000000ull /* NFA-state visits while determinizing */
 
 /* ---- code point sets ------------------------------------------------------ */
 
@@ -228,7 +232,13 @@ static uint32_t next_cp(parser *p) {
     return c;
 }
 
-static bool add_perl_class(cset *s, char c) {
+/* \d \w \s differ across dialects (ECMA-262, PCRE2, Python's re with
+ * Unicode strings): the "sure" set is what every dialect counts (ASCII), the
+ * "maybe" set what any dialect may count (ASCII plus anything non-ASCII).
+ * A class generates from its sure set; a negation generates from the
+ * complement of the maybe set, so every generated value matches in every
+ * dialect. */
+static bool add_perl_class(cset *s, char c, bool maybe) {
     bool ok = true;
     switch (c) {
     case 'd': case 'D': ok = cset_add(s, '0', '9'); break;
@@ -236,20 +246,27 @@ static bool add_perl_class(cset *s, char c) {
         ok = cset_add(s, '0', '9') && cset_add(s, 'A', 'Z') && cset_add(s, 'a', 'z') && cset_add(s, '_', '_');
         break;
     case 's': case 'S':
-        ok = cset_add(s, ' ', ' ') && cset_add(s, '\t', '\r') && cset_add(s, 0xA0, 0xA0) && cset_add(s, 0xFEFF, 0xFEFF) &&
-             cset_add(s, 0x2028, 0x2029);
+        ok = cset_add(s, ' ', ' ') && cset_add(s, '\t', '\r') && (!maybe || cset_add(s, 0x1C, 0x1F));
         break;
     }
-    return ok;
+    return ok && (!maybe || cset_add(s, 0x80, CP_MAX));
+}
+
+static bool cset_add_all(cset *to, const cset *from) {
+    for (size_t i = 0; i < from->n; i++)
+        if (!cset_add(to, from->r[i].lo, from->r[i].hi))
+            return false;
+    return true;
 }
 
 static int hexv(char h) {
     return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
 }
 
-/* An escape after '\' at p->i: a single code point (*cp) or a class (into s,
- * *is_class). in_class: inside [...]. */
-static bool parse_escape(parser *p, bool in_class, uint32_t *cp, cset *s, bool *is_class) {
+/* An escape after '\' at p->i: a single code point (*cp) or a class (its
+ * sure set into s, its maybe set into maybe when non-NULL; *is_class).
+ * in_class: inside [...]. */
+static bool parse_escape(parser *p, bool in_class, uint32_t *cp, cset *s, cset *maybe, bool *is_class) {
     *is_class = false;
     if (p->i >= p->n) {
         fail(p, "pattern: offset %zu: %s", "a trailing backslash");
@@ -258,13 +275,19 @@ static bool parse_escape(parser *p, bool in_class, uint32_t *cp, cset *s, bool *
     char c = p->s[p->i++];
     switch (c) {
     case 'd': case 'w': case 's': case 'D': case 'W': case 'S': {
-        cset t = {0};
-        bool ok = add_perl_class(&t, c);
-        if (ok && (c == 'D' || c == 'W' || c == 'S'))
-            ok = cset_negate(&t);
-        for (size_t i = 0; ok && i < t.n; i++)
-            ok = cset_add(s, t.r[i].lo, t.r[i].hi);
-        free(t.r);
+        bool neg = c == 'D' || c == 'W' || c == 'S';
+        cset sure = {0}, may = {0};
+        bool ok = add_perl_class(&sure, c, false) && add_perl_class(&may, c, true);
+        if (ok && neg) {
+            /* the negation's sure set is the complement of the maybe set, and vice versa */
+            ok = cset_negate(&sure) && cset_negate(&may);
+            cset t = sure;
+            sure = may;
+            may = t;
+        }
+        ok = ok && cset_add_all(s, &sure) && (!maybe || cset_add_all(maybe, &may));
+        free(sure.r);
+        free(may.r);
         *is_class = true;
         if (!ok)
             fail(p, "pattern: offset %zu: %s", "out of memory");
@@ -328,6 +351,7 @@ static ast *parse_class(parser *p) {
     bool neg = p->i < p->n && p->s[p->i] == '^';
     if (neg)
         p->i++;
+    cset maybe = {0}; /* what any dialect may count in the class (see add_perl_class) */
     bool first = true;
     while (p->i < p->n && (p->s[p->i] != ']' || first)) {
         first = false;
@@ -335,13 +359,15 @@ static ast *parse_class(parser *p) {
         bool is_class = false;
         if (p->s[p->i] == '\\') {
             p->i++;
-            if (!parse_escape(p, true, &lo, &t->set, &is_class)) {
+            if (!parse_escape(p, true, &lo, &t->set, &maybe, &is_class)) {
+                free(maybe.r);
                 ast_free(t);
                 return NULL;
             }
             if (is_class)
                 continue;
         } else if (p->s[p->i] == '[' && p->i + 1 < p->n && p->s[p->i + 1] == ':') {
+            free(maybe.r);
             ast_free(t);
             return fail(p, "pattern: offset %zu: unsupported %s", "POSIX class [:name:]");
         } else {
@@ -352,11 +378,13 @@ static ast *parse_class(parser *p) {
             p->i++;
             if (p->s[p->i] == '\\') {
                 p->i++;
-                if (!parse_escape(p, true, &hi, &t->set, &is_class)) {
+                if (!parse_escape(p, true, &hi, &t->set, &maybe, &is_class)) {
+                    free(maybe.r);
                     ast_free(t);
                     return NULL;
                 }
                 if (is_class) {
+                    free(maybe.r);
                     ast_free(t);
                     return fail(p, "pattern: offset %zu: %s", "a class escape as a range end");
                 }
@@ -364,24 +392,34 @@ static ast *parse_class(parser *p) {
                 hi = next_cp(p);
             }
             if (hi < lo) {
+                free(maybe.r);
                 ast_free(t);
                 return fail(p, "pattern: offset %zu: %s", "a range out of order");
             }
         }
-        if (!cset_add(&t->set, lo, hi)) {
+        if (!cset_add(&t->set, lo, hi) || !cset_add(&maybe, lo, hi)) {
+            free(maybe.r);
             ast_free(t);
             return fail(p, "pattern: offset %zu: %s", "out of memory");
         }
     }
     if (p->i >= p->n) {
+        free(maybe.r);
         ast_free(t);
         return fail(p, "pattern: offset %zu: %s", "an unclosed [");
     }
     p->i++;
-    if (neg && !cset_negate(&t->set)) {
-        ast_free(t);
-        return fail(p, "pattern: offset %zu: %s", "out of memory");
+    if (neg) {
+        /* [^...]: generate from what no dialect counts in the class */
+        free(t->set.r);
+        t->set = maybe;
+        memset(&maybe, 0, sizeof maybe);
+        if (!cset_negate(&t->set)) {
+            ast_free(t);
+            return fail(p, "pattern: offset %zu: %s", "out of memory");
+        }
     }
+    free(maybe.r);
     return t;
 }
 
@@ -445,12 +483,14 @@ static ast *parse_atom(parser *p) {
     bool ok = true;
     if (c == '.') {
         p->i++;
-        ok = cset_add(&t->set, 0, '\n' - 1) && cset_add(&t->set, '\n' + 1, CP_MAX);
+        /* any character but the line terminators of any dialect */
+        ok = cset_add(&t->set, 0, '\n' - 1) && cset_add(&t->set, '\n' + 1, '\r' - 1) &&
+             cset_add(&t->set, '\r' + 1, 0x2027) && cset_add(&t->set, 0x202A, CP_MAX);
     } else if (c == '\\') {
         p->i++;
         uint32_t cp;
         bool is_class;
-        if (!parse_escape(p, false, &cp, &t->set, &is_class)) {
+        if (!parse_escape(p, false, &cp, &t->set, NULL, &is_class)) {
             ast_free(t);
             return NULL;
         }
@@ -579,8 +619,12 @@ static ast *parse_alt(parser *p, bool top) {
             end = true, p->i++;
         if (top) {
             ast *seq = ast_new(AST_CAT);
-            ast *pre = start ? NULL : any_text(), *post = end ? NULL : any_text();
-            bool ok = seq && (start || pre) && (end || post);
+            /* An unanchored start would need a searching DFA (exponential in
+             * counted repeats); a value that begins with the match matches
+             * too, so the start is generated as anchored. */
+            (void)start;
+            ast *pre = NULL, *post = end ? NULL : any_text();
+            bool ok = seq && (end || post);
             if (ok && pre)
                 ok = ast_push(seq, pre), pre = NULL;
             if (ok)
@@ -758,13 +802,17 @@ void tl_pattern_free(tl_pattern *p) {
     free(p);
 }
 
-/* Epsilon closure of the set (bitset over NFA states) in place. */
-static void closure(const nfa *a, uint64_t *set, int *stack) {
-    size_t sp = 0;
-    for (size_t i = 0; i < a->n; i++)
-        if (set[i / 64] >> (i % 64) & 1)
-            stack[sp++] = (int)i;
+/* Epsilon closure, in place, of the set (bitset over NFA states) holding
+ * seeds[0..n); returns the states visited. */
+static size_t closure(const nfa *a, uint64_t *set, int *stack, const int *seeds, size_t n) {
+    size_t sp = 0, visited = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(set[seeds[i] / 64] >> (seeds[i] % 64) & 1)) {
+            set[seeds[i] / 64] |= 1ull << (seeds[i] % 64);
+            stack[sp++] = seeds[i];
+        }
     while (sp) {
+        visited++;
         int s = stack[--sp];
         if (a->st[s].cls >= 0)
             continue;
@@ -777,6 +825,14 @@ static void closure(const nfa *a, uint64_t *set, int *stack) {
             }
         }
     }
+    return visited;
+}
+
+static uint64_t set_hash(const uint64_t *w, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ w[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
 }
 
 static int u32cmp(const void *a, const void *b) {
@@ -870,33 +926,58 @@ tl_status tl_pattern_compile(const char *src, size_t len, tl_pattern **out, tl_e
         st = tl_error_set(err, TL_ERR_NOMEM, "pattern: out of memory");
         goto done;
     }
-    sets[in / 64] |= 1ull << (in % 64);
-    closure(&a, sets, stack);
+    /* DFA states by the hash of their NFA set (open addressing, indices + 1) */
+    size_t hcap = 2 * DFA_MAX;
+    uint32_t *htab = calloc(hcap, sizeof *htab);
+    int *chars = malloc((a.n + 1) * sizeof *chars), *seeds = malloc((a.n + 1) * sizeof *seeds);
+    if (!htab || !chars || !seeds) {
+        free(htab), free(chars), free(seeds), free(sym_in);
+        st = tl_error_set(err, TL_ERR_NOMEM, "pattern: out of memory");
+        goto done;
+    }
+    closure(&a, sets, stack, &in, 1);
+    htab[set_hash(sets, words) & (hcap - 1)] = 1;
     pt->n_states = 1;
     pt->start = 0;
+    unsigned long long work = 0;
     for (size_t d = 0; d < pt->n_states && !st; d++) {
         pt->accept[d] = sets[d * words + fin / 64] >> (fin % 64) & 1;
-        for (size_t s = 0; s < m && !st; s++) {
-            memset(tmp, 0, words * sizeof *tmp);
-            bool any = false;
-            for (size_t i = 0; i < a.n; i++) {
-                if (!(sets[d * words + i / 64] >> (i % 64) & 1) || a.st[i].cls < 0)
-                    continue;
-                if (sym_in[s * a.n_cls + (size_t)a.st[i].cls]) {
-                    int o = a.st[i].out1;
-                    tmp[o / 64] |= 1ull << (o % 64);
-                    any = true;
-                }
+        /* the NFA states of d that read a character */
+        size_t n_chars = 0;
+        for (size_t wi = 0; wi < words; wi++)
+            for (uint64_t bits = sets[d * words + wi]; bits; bits &= bits - 1) {
+                size_t i = wi * 64 + (size_t)__builtin_ctzll(bits);
+                if (a.st[i].cls >= 0)
+                    chars[n_chars++] = (int)i;
             }
-            if (!any) {
+        work += words + n_chars;
+        for (size_t s = 0; s < m && !st; s++) {
+            size_t n_seeds = 0;
+            for (size_t k = 0; k < n_chars; k++)
+                if (sym_in[s * a.n_cls + (size_t)a.st[chars[k]].cls])
+                    seeds[n_seeds++] = a.st[chars[k]].out1;
+            work += n_chars;
+            if (!n_seeds) {
                 pt->trans[d * m + s] = -1;
                 continue;
             }
-            closure(&a, tmp, stack);
-            size_t e = 0;
-            while (e < pt->n_states && memcmp(sets + e * words, tmp, words * sizeof *tmp))
-                e++;
-            if (e == pt->n_states) {
+            memset(tmp, 0, words * sizeof *tmp);
+            work += words + closure(&a, tmp, stack, seeds, n_seeds);
+            if (work > DFA_BUDGET) {
+                st = tl_error_set(err, TL_ERR_UNSUPPORTED, "pattern: too complex to compile (%zu DFA states so far)",
+                                  pt->n_states);
+                break;
+            }
+            size_t h = set_hash(tmp, words) & (hcap - 1), e = SIZE_MAX;
+            while (htab[h]) {
+                size_t cand = htab[h] - 1;
+                if (!memcmp(sets + cand * words, tmp, words * sizeof *tmp)) {
+                    e = cand;
+                    break;
+                }
+                h = (h + 1) & (hcap - 1);
+            }
+            if (e == SIZE_MAX) {
                 if (pt->n_states >= DFA_MAX) {
                     st = tl_error_set(err, TL_ERR_UNSUPPORTED, "pattern: more than %d DFA states (too complex)",
                                       DFA_MAX);
@@ -919,13 +1000,15 @@ tl_status tl_pattern_compile(const char *src, size_t len, tl_pattern **out, tl_e
                     }
                     cap = c2;
                 }
+                e = pt->n_states++;
                 memcpy(sets + e * words, tmp, words * sizeof *tmp);
                 pt->accept[e] = false;
-                pt->n_states++;
+                htab[h] = (uint32_t)e + 1;
             }
             pt->trans[d * m + s] = (int32_t)e;
         }
     }
+    free(htab), free(chars), free(seeds);
     free(sym_in);
 done:
     free(b);
@@ -1040,6 +1123,9 @@ struct tl_string_automaton {
     size_t n_pend;
     bool done;
     tl_strbuf text;
+    /* the vocabulary's tokens by first byte: by_byte[start[b] .. start[b + 1]) */
+    int32_t *by_byte;
+    uint32_t start[257];
 };
 
 /* Length of a UTF-8 sequence from its lead byte (0: not a lead byte). */
@@ -1167,6 +1253,35 @@ tl_status tl_string_automaton_new(const tl_number_index *idx, const char *patter
         tl_string_automaton_free(a);
         return st;
     }
+    if (!st) {
+        /* bucket the tokens by first byte: a dead first byte rules out its whole bucket */
+        int32_t n = tl_number_index_n_tokens(idx);
+        a->by_byte = malloc(((size_t)n + 1) * sizeof *a->by_byte);
+        if (!a->by_byte)
+            st = tl_error_set(err, TL_ERR_NOMEM, "string: out of memory");
+        uint32_t count[256] = {0};
+        for (int32_t id = 0; !st && id < n; id++) {
+            size_t len;
+            const char *b = tl_number_index_token(idx, id, &len);
+            if (len)
+                count[(unsigned char)b[0]]++;
+        }
+        a->start[0] = 0;
+        for (int b = 0; b < 256; b++)
+            a->start[b + 1] = a->start[b] + count[b];
+        uint32_t fill[256];
+        memcpy(fill, a->start, sizeof fill);
+        for (int32_t id = 0; !st && id < n; id++) {
+            size_t len;
+            const char *b = tl_number_index_token(idx, id, &len);
+            if (len)
+                a->by_byte[fill[(unsigned char)b[0]]++] = id;
+        }
+    }
+    if (st) {
+        tl_string_automaton_free(a);
+        return st;
+    }
     tl_string_automaton_reset(a);
     *out = a;
     return TL_OK;
@@ -1177,6 +1292,7 @@ void tl_string_automaton_free(tl_string_automaton *a) {
         return;
     tl_pattern_free(a->pattern);
     tl_strbuf_free(&a->text);
+    free(a->by_byte);
     free(a);
 }
 
@@ -1198,16 +1314,22 @@ size_t tl_string_automaton_allowed(const tl_string_automaton *a, int32_t *out) {
     if (a->done)
         return 0;
     size_t k = 0;
-    int32_t n = tl_number_index_n_tokens(a->idx);
     sstate base = state_of(a);
-    for (int32_t id = 0; id < n; id++) {
-        size_t len;
-        const char *b = tl_number_index_token(a->idx, id, &len);
-        if (!len)
+    for (int byte = 1; byte < 256; byte++) {
+        if (a->start[byte] == a->start[byte + 1])
             continue;
-        sstate s = base;
-        if (sstate_feed(a, &s, b, len))
-            out[k++] = id;
+        char c = (char)byte;
+        sstate first = base;
+        if (!sstate_feed(a, &first, &c, 1))
+            continue;
+        for (uint32_t i = a->start[byte]; i < a->start[byte + 1]; i++) {
+            int32_t id = a->by_byte[i];
+            size_t len;
+            const char *b = tl_number_index_token(a->idx, id, &len);
+            sstate s = base;
+            if (sstate_feed(a, &s, b, len))
+                out[k++] = id;
+        }
     }
     return k;
 }
