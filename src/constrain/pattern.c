@@ -33,7 +33,7 @@
 #define NFA_MAX 20000
 #define DFA_MAX 4096
 #define REPEAT_MAX 1000
-#define DP_BUDGET 60000000ull
+#define DP_BUDGET 8000000ull /* (successor edges + states) x lengths */
 #define DFA_BUDGET 100000000ull /* NFA-state visits while determinizing */
 
 /* ---- code point sets ------------------------------------------------------ */
@@ -1050,36 +1050,60 @@ bool tl_pattern_accepting(const tl_pattern *p, int32_t state) { return state >= 
 static tl_status prepare_lengths(tl_pattern *p, size_t max_len, tl_error *err) {
     if (p->reach_cnt && p->max_len == max_len)
         return TL_OK;
-    if ((unsigned long long)p->n_states * p->n_sym * (max_len + 1) > DP_BUDGET)
+    size_t L = max_len + 1, S = p->n_states;
+    /* each state's distinct successors (far fewer than the symbols) */
+    uint32_t *off = malloc((S + 1) * sizeof *off);
+    int32_t *succ = malloc((S * p->n_sym + 1) * sizeof *succ);
+    unsigned char *seen = calloc(S ? S : 1, 1);
+    if (!off || !succ || !seen) {
+        free(off), free(succ), free(seen);
+        return tl_error_set(err, TL_ERR_NOMEM, "pattern: out of memory");
+    }
+    size_t n_succ = 0;
+    for (size_t st = 0; st < S; st++) {
+        off[st] = (uint32_t)n_succ;
+        size_t first = n_succ;
+        for (size_t y = 0; y < p->n_sym; y++) {
+            int32_t t = p->trans[st * p->n_sym + y];
+            if (t >= 0 && !seen[t]) {
+                seen[t] = 1;
+                succ[n_succ++] = t;
+            }
+        }
+        for (size_t k = first; k < n_succ; k++)
+            seen[succ[k]] = 0;
+    }
+    off[S] = (uint32_t)n_succ;
+    free(seen);
+    if ((unsigned long long)(n_succ + S) * L > DP_BUDGET) {
+        free(off), free(succ);
         return tl_error_set(err, TL_ERR_UNSUPPORTED, "pattern: too complex for maxLength %zu (%zu states)", max_len,
                             p->n_states);
+    }
     free(p->reach_cnt);
-    size_t L = max_len + 1, S = p->n_states;
     bool *reach = calloc(S * L, sizeof *reach);
     p->reach_cnt = malloc(S * (L + 1) * sizeof *p->reach_cnt);
     if (!reach || !p->reach_cnt) {
-        free(reach);
+        free(reach), free(off), free(succ);
         free(p->reach_cnt);
         p->reach_cnt = NULL;
         return tl_error_set(err, TL_ERR_NOMEM, "pattern: out of memory");
     }
-    for (size_t s = 0; s < S; s++)
-        reach[s * L] = p->accept[s];
+    for (size_t st = 0; st < S; st++)
+        reach[st * L] = p->accept[st];
     for (size_t r = 1; r < L; r++)
-        for (size_t s = 0; s < S; s++) {
+        for (size_t st = 0; st < S; st++) {
             bool any = false;
-            for (size_t y = 0; y < p->n_sym && !any; y++) {
-                int32_t t = p->trans[s * p->n_sym + y];
-                any = t >= 0 && reach[(size_t)t * L + r - 1];
-            }
-            reach[s * L + r] = any;
+            for (uint32_t k = off[st]; k < off[st + 1] && !any; k++)
+                any = reach[(size_t)succ[k] * L + r - 1];
+            reach[st * L + r] = any;
         }
-    for (size_t s = 0; s < S; s++) {
-        p->reach_cnt[s * (L + 1)] = 0;
+    for (size_t st = 0; st < S; st++) {
+        p->reach_cnt[st * (L + 1)] = 0;
         for (size_t r = 0; r < L; r++)
-            p->reach_cnt[s * (L + 1) + r + 1] = (uint16_t)(p->reach_cnt[s * (L + 1) + r] + reach[s * L + r]);
+            p->reach_cnt[st * (L + 1) + r + 1] = (uint16_t)(p->reach_cnt[st * (L + 1) + r] + reach[st * L + r]);
     }
-    free(reach);
+    free(reach), free(off), free(succ);
     p->max_len = max_len;
     return TL_OK;
 }

@@ -186,6 +186,7 @@ typedef struct walk {
     tl_dschema *s;
     tl_dschema_opts opts;
     size_t cap_fields, cap_nodes, cap_groups, cap_objects, cap_warnings;
+    bool dup_seen;           /* field_add_value met a value already declared */
     const json_t *cur_props; /* the properties of the object being walked (tells a later field from an unknown one) */
     tl_error *err;
 } walk;
@@ -572,8 +573,10 @@ static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const c
         return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: more than %d values; a field may have at most %d", src,
                             TL_DFIELD_MAX_VALUES, TL_DFIELD_MAX_VALUES);
     for (size_t j = 0; j < i; j++)
-        if (values_equal(f->values[j], v))
+        if (values_equal(f->values[j], v)) {
+            w->dup_seen = true;
             return TL_OK; /* the union of declared values: one of each */
+        }
     char *key = value_key_text(v), *js = value_json_text(v);
     if (!key || !js) {
         free(key), free(js);
@@ -722,8 +725,13 @@ static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const
             prop_view mv;
             st = view_build(w, json_array_get(one, i), tl_strbuf_cstr(&p), &mv);
             size_t before = c->n_free;
+            w->dup_seen = false;
             if (!st)
                 st = collect_values(w, f, &mv, tl_strbuf_cstr(&p), c, depth + 1);
+            if (!st && w->dup_seen && !strcmp(alt, "oneOf"))
+                st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                                  "schema: %s: a value of this member is also another member's; oneOf needs each value "
+                                  "in exactly one member (use anyOf)", tl_strbuf_cstr(&p));
             if (!st && c->n_free > before && c->free_member < 0) {
                 c->free_member = (long)i;
             }
