@@ -46,7 +46,7 @@ static void usage(FILE *f) {
             "                      [--context FILE | --context-text STR]   (default: context from stdin)\n"
             "                      [--mode sequential|batch|auto] [--style chat|record] [--chat-template NAME]\n"
             "                      [--temperature T] [--seed N] [--threshold P] [--threads N] [--trace] [--values-only]\n"
-            "                      [--lenient] [--strict]\n"
+            "                      [--lenient] [--strict] [--partial]\n"
             "  --schema S.json      ordered JSON Schema object: properties order = decision order\n"
             "  --mode M             sequential: each decision sees the ones before it; batch: every field\n"
             "                       sees only the context (one batched step); auto (default): waves by depends_on\n"
@@ -60,6 +60,7 @@ static void usage(FILE *f) {
             "  --values-only        print only {\"field\": value, ...}\n"
             "  --lenient            unknown or unhonourable schema keywords are warnings, not errors\n"
             "  --strict             refuse free text (strings without enum), as \"x-strict\": true\n"
+            "  --partial            when the prompt outgrows the context, return the fields decided before it\n"
             "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
             "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
             "                       model's tokenizer and chat template (tokenizes locally; needed for numbers\n"
@@ -114,6 +115,7 @@ static bool set_trace(decide_args *a, const char *v) { return (a->opts.trace = t
 static bool set_values_only(decide_args *a, const char *v) { return (a->values_only = true), true; }
 static bool set_lenient(decide_args *a, const char *v) { return (a->opts.lenient = true), true; }
 static bool set_strict(decide_args *a, const char *v) { return (a->opts.strict = true), true; }
+static bool set_partial(decide_args *a, const char *v) { return (a->opts.partial = true), true; }
 
 /* ---- --server: the remote SGLang backend (server developer) ---- */
 static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
@@ -163,6 +165,7 @@ static const decide_option options[] = {
     {"--values-only", false, set_values_only},
     {"--lenient", false, set_lenient},
     {"--strict", false, set_strict},
+    {"--partial", false, set_partial},
 };
 
 /* Returns 0 when parsed, 2 on a usage error (message printed), -1 for --help. */

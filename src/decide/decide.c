@@ -43,6 +43,7 @@ typedef struct field_outcome {
     bool open_closed;   /* ended by the closing quote / end of turn, not a limit */
     bool constant;      /* const: known without asking */
     bool selected;      /* multi-label value: in the chosen set (after minItems/maxItems) */
+    bool undecided;     /* --partial: not reached before the context ran out */
 } field_outcome;
 
 typedef struct decide_run {
@@ -55,6 +56,7 @@ typedef struct decide_run {
     tl_usage usage;
     tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
     tl_backend_requests req0;      /* the backend's request counters when the run began */
+    bool partial;                  /* --partial: some fields were not reached */
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
@@ -531,6 +533,86 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
     return st;
 }
 
+/* ---- the context ---------------------------------------------------------- */
+
+static tl_status text_tokens(decide_run *r, const char *text, size_t len, size_t *n, tl_error *err) {
+    int32_t *ids = NULL;
+    tl_status st = tl_backend_tokenize(r->b, text, len, false, false, &ids, n, err);
+    free(ids);
+    return st;
+}
+
+/* A lower bound of the tokens field fi adds to the prompt when answered
+ * (question, label or value, answer framing), and of its question alone. */
+static tl_status field_tokens(decide_run *r, size_t fi, size_t *question, size_t *answered, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    tl_strbuf q = TL_STRBUF_INIT, a = TL_STRBUF_INIT;
+    size_t body = 0, nq = 0, na = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_question_text(&r->render, f, r->labels.text, &q, &body))
+        st = nomem(err);
+    if (!st)
+        st = text_tokens(r, q.buf, q.len, &nq, err);
+    if (!st && !tl_dfield_generated(f)) {
+        size_t shortest = SIZE_MAX;
+        for (size_t i = 0; i < f->n_values && !st; i++) {
+            tl_strbuf_clear(&a);
+            size_t n = 0;
+            if (!tl_render_answer_text(&r->render, f, i, &a, &body))
+                st = nomem(err);
+            if (!st)
+                st = text_tokens(r, a.buf, a.len, &n, err);
+            if (n < shortest)
+                shortest = n;
+        }
+        na = 1 + (shortest == SIZE_MAX ? 0 : shortest);
+    } else {
+        na = 1 + (f->kind == TL_DFIELD_STRING ? f->min_length / 4 : 0);
+    }
+    tl_strbuf_free(&q);
+    tl_strbuf_free(&a);
+    /* pieces are tokenized after a tail: a boundary may merge a token or two */
+    *question = nq > 2 ? nq - 2 : 0;
+    *answered = *question + (na > 1 ? na - 1 : 0);
+    return st;
+}
+
+/* Before any model work: the first wave whose prompt must pass the context
+ * (*wave = n_waves when every wave fits). */
+static tl_status check_context(decide_run *r, const tl_idseq *base, const tl_dplan *plan, size_t *wave,
+                               size_t *field, size_t *need, tl_error *err) {
+    *wave = plan->n_waves;
+    if (!r->b->n_ctx)
+        return TL_OK;
+    size_t len = base->n;
+    for (size_t w = 0; w < plan->n_waves; w++) {
+        size_t grow_by = 0;
+        for (size_t j = plan->wave_start[w]; j < plan->wave_start[w + 1]; j++) {
+            size_t fi = plan->order[j], q = 0, a = 0;
+            tl_status st = field_tokens(r, fi, &q, &a, err);
+            if (st)
+                return st;
+            if (len + q + 1 > (size_t)r->b->n_ctx) {
+                *wave = w;
+                *field = fi;
+                *need = len + q + 1;
+                return TL_OK;
+            }
+            grow_by += a;
+        }
+        len += grow_by;
+    }
+    return TL_OK;
+}
+
+static void mark_undecided(decide_run *r, const tl_dplan *plan, size_t from_wave) {
+    for (size_t j = plan->wave_start[from_wave]; j < plan->n_order; j++) {
+        field_outcome *o = &r->out[plan->order[j]];
+        o->undecided = true;
+        o->decided = false;
+    }
+}
+
 /* ---- result -------------------------------------------------------------- */
 
 static json_t *field_json(const decide_run *r, size_t fi) {
@@ -543,10 +625,10 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         json_decref(fj), json_decref(probs), json_decref(cands);
         return NULL;
     }
-    if (f->skip) {
+    if (f->skip || o->undecided) {
         json_decref(probs), json_decref(cands);
         json_object_set_new(fj, "value", json_null());
-        json_object_set_new(fj, "skipped", json_true());
+        json_object_set_new(fj, f->skip ? "skipped" : "undecided", json_true());
         return fj;
     }
     if (tl_dfield_generated(f)) {
@@ -730,6 +812,13 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
             break;
         }
         bool skip = group ? s->groups[nd->index].skip : s->fields[nd->index].skip;
+        if (!group && r->out[nd->index].undecided)
+            skip = true;
+        if (group)
+            for (size_t i = 0; i < s->groups[nd->index].n; i++)
+                skip |= r->out[s->groups[nd->index].first + i].undecided;
+        if (skip && json_is_object(fj) && !json_object_get(fj, "skipped"))
+            json_object_set_new(fj, "undecided", json_true());
         bool absent = !group && json_is_true(json_object_get(fj, "absent"));
         if (!skip && !absent) {
             char *const *segs = group ? s->groups[nd->index].segs : s->fields[nd->index].segs;
@@ -745,6 +834,14 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
     }
     json_object_set_new(res, "values", values);
     json_object_set_new(res, "fields", fields);
+    if (r->partial) {
+        json_t *und = json_array();
+        for (size_t fi = 0; und && fi < s->n_fields; fi++)
+            if (r->out[fi].undecided)
+                json_array_append_new(und, json_string(s->fields[fi].key));
+        json_object_set_new(res, "partial", json_true());
+        json_object_set_new(res, "undecided", und);
+    }
     if (s->n_warnings) {
         json_t *wa = json_array();
         for (size_t i = 0; wa && i < s->n_warnings; i++)
@@ -984,12 +1081,43 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
         if (!st && r->out[fi].open_picked)
             st = grow_domains(r, fi, err);
     }
+    size_t last_wave = plan.n_waves, over_field = 0, over_need = 0;
+    if (!st)
+        st = check_context(r, &base, &plan, &last_wave, &over_field, &over_need, err);
+    if (!st && last_wave < plan.n_waves && !opts->partial)
+        st = last_wave == 0
+                 ? tl_error_set(err, TL_ERR_LIMIT,
+                                "decide: %s: the context and this field's question reach at least %zu tokens, past "
+                                "the context of %d: shorten the context or use a model with a longer context",
+                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx)
+                 : tl_error_set(err, TL_ERR_LIMIT,
+                                "decide: %s: the prompt reaches at least %zu tokens at this field, past the context "
+                                "of %d (%s mode keeps every earlier answer in the prompt): decide the independent "
+                                "fields together (--mode batch, or depends_on in auto mode), use a model with a "
+                                "longer context, or pass --partial for the fields decided before it",
+                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx, tl_dmode_name(mode));
     t_prepare = tl_now_s() - t0;
+    bool partial = false;
     for (size_t w = 0; w < plan.n_waves && !st; w++) {
+        if (w >= last_wave) {
+            mark_undecided(r, &plan, w);
+            partial = true;
+            break;
+        }
         double ts = tl_now_s();
         st = run_wave(r, &base, plan.order + plan.wave_start[w], plan.wave_start[w + 1] - plan.wave_start[w], w, err);
         t_score += tl_now_s() - ts;
+        if (st == TL_ERR_LIMIT && opts->partial) {
+            /* a generated answer ran the prompt past the context: keep what was decided */
+            for (size_t j = plan.wave_start[w]; j < plan.wave_start[w + 1]; j++)
+                r->out[plan.order[j]].abstained = false;
+            mark_undecided(r, &plan, w);
+            partial = true;
+            st = TL_OK;
+            break;
+        }
     }
+    r->partial = partial;
     if (!st) {
         choose_groups(r);
         st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, result, err);

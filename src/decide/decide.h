@@ -27,6 +27,7 @@ typedef struct tl_decide_opts {
     bool trace;                /* add per-field "trace" (token ids sent, position scored) */
     bool lenient;              /* unknown / unhonourable schema keywords are warnings ("warnings" in the result) */
     bool strict;               /* refuse free text: strings without enum are schema errors (as "x-strict": true) */
+    bool partial;              /* a run that outgrows the context returns the fields decided before it */
 } tl_decide_opts;
 
 /* Runs every field of schema over context[0..context_len) on backend b and

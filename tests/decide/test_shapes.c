@@ -148,7 +148,54 @@ static void run_all(const char *model_rel) {
     fixture_close(&fx);
 }
 
+/* A sequential run that outgrows the context fails before any model work,
+ * naming the field; --partial returns the fields decided before it; batch
+ * mode fits. */
+static void test_context(void) {
+    fixture fx;
+    if (!fixture_open("models/stories260k-f32.gguf", &fx)) {
+        CHECK(0);
+        return;
+    }
+    tl_strbuf sch = TL_STRBUF_INIT, ctx = TL_STRBUF_INIT;
+    tl_strbuf_puts(&sch, "{\"properties\":{");
+    for (int i = 0; i < 6; i++)
+        tl_strbuf_printf(&sch, "%s\"f%d\":{\"enum\":[\"alpha one two three four five six\",\"beta one two three "
+                         "four five six seven\"],\"question\":\"Is this a long question about many things and more "
+                         "things and other things?\"}", i ? "," : "", i);
+    tl_strbuf_puts(&sch, "}}");
+    for (int i = 0; i < 30; i++)
+        tl_strbuf_puts(&ctx, "word ");
+    json_t *schema = fixture_json(sch.buf);
+    tl_decide_opts o = {.mode = "sequential"};
+    json_t *res = NULL;
+    tl_error err = {0};
+    tl_status st = tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err);
+    CHECKF(st == TL_ERR_LIMIT && strstr(err.msg, "decide: /properties/f2: the prompt reaches at least ") &&
+               strstr(err.msg, "past the context of 512") && strstr(err.msg, "--partial"),
+           "%s", err.msg);
+    CHECK(res == NULL);
+    o.partial = true;
+    CHECK(tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK);
+    if (res) {
+        const json_t *values = json_object_get(res, "values");
+        CHECK(json_is_true(json_object_get(res, "partial")) && json_object_size(values) == 2);
+        CHECK(json_array_size(json_object_get(res, "undecided")) == 4);
+        CHECK(json_is_true(json_object_get(json_object_get(json_object_get(res, "fields"), "f5"), "undecided")));
+        json_decref(res);
+        res = NULL;
+    }
+    o = (tl_decide_opts){.mode = "batch"};
+    CHECK(tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK && json_object_size(json_object_get(res, "values")) == 6);
+    json_decref(res);
+    json_decref(schema);
+    tl_strbuf_free(&sch);
+    tl_strbuf_free(&ctx);
+    fixture_close(&fx);
+}
+
 int main(void) {
+    test_context();
     run_all("models/qwen2-d64-q8_0.gguf");
     run_all("models/llama-spm-d64-f32.gguf");
     printf("shapes: %zu runs, %zu multi-label probabilities checked (worst |diff| %.3g), %zu absent, %zu null\n",
