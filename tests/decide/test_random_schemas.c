@@ -59,7 +59,7 @@ int main(void) {
                                 .seed = k};
             json_t *res = NULL;
             tl_error err = {0};
-            tl_status st = tl_decide(fx.b, CONTEXT, strlen(CONTEXT), schema, &o, &res, &err);
+            tl_status st = tl_decide_json(fx.b, CONTEXT, strlen(CONTEXT), schema, &o, &res, &err);
             if (st) {
                 failed++;
                 CHECKF(0, "%s schema %zu (%s/%s): %s\n  %s", models[mi], k, o.mode, o.style, err.msg, line);

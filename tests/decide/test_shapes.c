@@ -138,7 +138,7 @@ static void run_all(const char *model_rel) {
                                     .temperature = k ? 2.5 : 0, .seed = (uint64_t)(17 * k + m)};
                 json_t *res = NULL;
                 tl_error err = {0};
-                tl_status st = tl_decide(fx.b, CONTEXT, strlen(CONTEXT), schema, &o, &res, &err);
+                tl_status st = tl_decide_json(fx.b, CONTEXT, strlen(CONTEXT), schema, &o, &res, &err);
                 CHECKF(st == TL_OK, "%s %s %s: %s", model_rel, modes[m], styles[s], err.msg);
                 if (res)
                     check_result(&fx, res, k == 0);
@@ -170,13 +170,13 @@ static void test_context(void) {
     tl_decide_opts o = {.mode = "sequential"};
     json_t *res = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err);
+    tl_status st = tl_decide_json(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err);
     CHECKF(st == TL_ERR_LIMIT && strstr(err.msg, "decide: /properties/f2: the prompt reaches at least ") &&
                strstr(err.msg, "past the context of 512") && strstr(err.msg, "--partial"),
            "%s", err.msg);
     CHECK(res == NULL);
     o.partial = true;
-    CHECK(tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK);
+    CHECK(tl_decide_json(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK);
     if (res) {
         const json_t *values = json_object_get(res, "values");
         CHECK(json_is_true(json_object_get(res, "partial")) && json_object_size(values) == 2);
@@ -186,7 +186,7 @@ static void test_context(void) {
         res = NULL;
     }
     o = (tl_decide_opts){.mode = "batch"};
-    CHECK(tl_decide(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK && json_object_size(json_object_get(res, "values")) == 6);
+    CHECK(tl_decide_json(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK && json_object_size(json_object_get(res, "values")) == 6);
     json_decref(res);
     json_decref(schema);
     tl_strbuf_free(&sch);
