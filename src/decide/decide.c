@@ -1091,11 +1091,11 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
         st = last_wave == 0
                  ? tl_error_set(err, TL_ERR_LIMIT,
                                 "decide: %s: the context and this field's question reach at least %zu tokens, past "
-                                "the context of %d: shorten the context or use a model with a longer context",
+                                "the context length of %d: shorten the context or use a model with a longer context",
                                 r->schema->fields[over_field].path, over_need, (int)b->n_ctx)
                  : tl_error_set(err, TL_ERR_LIMIT,
                                 "decide: %s: the prompt reaches at least %zu tokens at this field, past the context "
-                                "of %d (%s mode keeps every earlier answer in the prompt): decide the independent "
+                                "length %d (%s mode keeps every earlier answer in the prompt): decide the independent "
                                 "fields together (--mode batch, or depends_on in auto mode), use a model with a "
                                 "longer context, or pass --partial for the fields decided before it",
                                 r->schema->fields[over_field].path, over_need, (int)b->n_ctx, tl_dmode_name(mode));

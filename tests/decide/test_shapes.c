@@ -172,7 +172,7 @@ static void test_context(void) {
     tl_error err = {0};
     tl_status st = tl_decide_json(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err);
     CHECKF(st == TL_ERR_LIMIT && strstr(err.msg, "decide: /properties/f2: the prompt reaches at least ") &&
-               strstr(err.msg, "past the context of 512") && strstr(err.msg, "--partial"),
+               strstr(err.msg, "past the context length 512") && strstr(err.msg, "--partial"),
            "%s", err.msg);
     CHECK(res == NULL);
     o.partial = true;
