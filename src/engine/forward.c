@@ -12,11 +12,13 @@
 #include <string.h>
 
 #include "engine/forward.h"
+#include "engine/moe.h"
 #include "util/error.h"
 
 void fwd_scratch_free(fwd_scratch *sc) {
     free(sc->buf);
     free(sc->scores);
+    tl_moe_scratch_free(sc->moe);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -347,10 +349,15 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
-        tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
-        tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
-        tl_pool_run(pool, n_tok, g_ff, swiglu_rows, &P);
-        tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
+        if (m->moe) {
+            if ((st = tl_moe_ffn(m->moe, l, m->n_embd, pool, &sc->moe, P.h, n_tok, P.u, err)) != TL_OK)
+                return st;
+        } else {
+            tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
+            tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+            tl_pool_run(pool, n_tok, g_ff, swiglu_rows, &P);
+            tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
+        }
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
     }
     if (hidden_out)

@@ -26,6 +26,7 @@ typedef struct fwd_scratch {
     float *scores;       /* per thread: (score_stride) attention weights */
     size_t score_stride;
     size_t cap_scores;
+    struct tl_moe_scratch *moe; /* expert activations (moe.c) */
 } fwd_scratch;
 
 void fwd_scratch_free(fwd_scratch *sc);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/model_internal.h"
+#include "engine/moe.h"
 #include "util/error.h"
 
 /* Hyperparameters beyond these are not a real model, and would only turn a
@@ -229,6 +230,8 @@ static void set_type_name(tl_model *m) {
             if ((unsigned)mats[i]->type < TL_TYPE_COUNT)
                 bytes_by_type[mats[i]->type] += (double)mats[i]->n_in * (double)mats[i]->n_out;
     }
+    if (m->moe)
+        tl_moe_count_types(m->moe, m->n_layer, bytes_by_type, TL_TYPE_COUNT);
     int best = 0;
     for (int t = 1; t < TL_TYPE_COUNT; t++)
         if (bytes_by_type[t] > bytes_by_type[best])
@@ -293,28 +296,37 @@ static tl_status load_weights(loader *L, tl_error *err) {
         tl_layer_weights *w = &m->layers[l];
         char name[96];
 #define NAME(s) (snprintf(name, sizeof name, "blk.%d." s, (int)l), name)
+        bool dense = m->arch != TL_ARCH_QWEN2MOE && m->arch != TL_ARCH_QWEN3MOE;
         if ((st = load_vector(L, NAME("attn_norm.weight"), m->n_embd, true, &w->attn_norm, err)) ||
             (st = load_matrix(L, NAME("attn_q.weight"), m->n_embd, q_out, true, &w->wq, err)) ||
             (st = load_matrix(L, NAME("attn_k.weight"), m->n_embd, k_out, true, &w->wk, err)) ||
             (st = load_matrix(L, NAME("attn_v.weight"), m->n_embd, v_out, true, &w->wv, err)) ||
             (st = load_matrix(L, NAME("attn_output.weight"), o_in, m->n_embd, true, &w->wo, err)) ||
             (st = load_vector(L, NAME("ffn_norm.weight"), m->n_embd, true, &w->ffn_norm, err)) ||
-            (st = load_matrix(L, NAME("ffn_gate.weight"), m->n_embd, m->n_ff, true, &w->w_gate, err)) ||
-            (st = load_matrix(L, NAME("ffn_up.weight"), m->n_embd, m->n_ff, true, &w->w_up, err)) ||
-            (st = load_matrix(L, NAME("ffn_down.weight"), m->n_ff, m->n_embd, true, &w->w_down, err)))
+            (dense && (st = load_matrix(L, NAME("ffn_gate.weight"), m->n_embd, m->n_ff, true, &w->w_gate, err))) ||
+            (dense && (st = load_matrix(L, NAME("ffn_up.weight"), m->n_embd, m->n_ff, true, &w->w_up, err))) ||
+            (dense && (st = load_matrix(L, NAME("ffn_down.weight"), m->n_ff, m->n_embd, true, &w->w_down, err))))
             return st;
         /* qwen2 requires the q/k/v biases; llama files occasionally carry them too. */
-        bool need_bias = m->arch == TL_ARCH_QWEN2;
+        bool need_bias = m->arch == TL_ARCH_QWEN2 || m->arch == TL_ARCH_QWEN2MOE;
         if ((st = load_vector(L, NAME("attn_q.bias"), q_out, need_bias, &w->bq, err)) ||
             (st = load_vector(L, NAME("attn_k.bias"), k_out, need_bias, &w->bk, err)) ||
             (st = load_vector(L, NAME("attn_v.bias"), v_out, need_bias, &w->bv, err)))
             return st;
-        if (m->arch == TL_ARCH_QWEN3) {
+        if (m->arch == TL_ARCH_QWEN3 || m->arch == TL_ARCH_QWEN3MOE) {
             if ((st = load_vector(L, NAME("attn_q_norm.weight"), m->head_dim_k, true, &w->q_norm, err)) ||
                 (st = load_vector(L, NAME("attn_k_norm.weight"), m->head_dim_k, true, &w->k_norm, err)))
                 return st;
         }
 #undef NAME
+    }
+    if (m->arch == TL_ARCH_QWEN2MOE || m->arch == TL_ARCH_QWEN3MOE) {
+        tl_moe_spec spec = {.gating = m->arch == TL_ARCH_QWEN3MOE ? TL_MOE_SOFTMAX_NORM : TL_MOE_SOFTMAX,
+                            .act = TL_MOE_SWIGLU,
+                            .shared_expert = m->arch == TL_ARCH_QWEN2MOE};
+        if ((st = tl_moe_load(m->gguf, L->path, m->arch_name, m->n_layer, m->n_embd, m->n_ff, &spec, &m->moe,
+                              err)) != TL_OK)
+            return st;
     }
     return TL_OK;
 }
@@ -336,9 +348,13 @@ tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
         m->arch = TL_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3"))
         m->arch = TL_ARCH_QWEN3;
+    else if (!strcmp(arch, "qwen2moe"))
+        m->arch = TL_ARCH_QWEN2MOE;
+    else if (!strcmp(arch, "qwen3moe"))
+        m->arch = TL_ARCH_QWEN3MOE;
     else {
         st = tl_error_set(err, TL_ERR_UNSUPPORTED,
-                          "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3)", path,
+                          "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, qwen2moe, qwen3moe)", path,
                           *arch ? arch : "(general.architecture missing)");
         goto fail;
     }
@@ -393,6 +409,7 @@ void tl_model_free(tl_model *m) {
     tl_vocab_free(m->vocab);
     tl_gguf_close(m->gguf);
     free(m->layers);
+    tl_moe_free(m->moe);
     free(m->vectors);
     free(m->rope_freq);
     free(m->name);

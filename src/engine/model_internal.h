@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 
-typedef enum tl_arch { TL_ARCH_LLAMA = 1, TL_ARCH_QWEN2, TL_ARCH_QWEN3 } tl_arch;
+typedef enum tl_arch { TL_ARCH_LLAMA = 1, TL_ARCH_QWEN2, TL_ARCH_QWEN3, TL_ARCH_QWEN2MOE, TL_ARCH_QWEN3MOE } tl_arch;
 
 typedef struct tl_layer_weights {
     const float *attn_norm;       /* (n_embd) */
@@ -58,6 +58,7 @@ struct tl_model {
     tl_matrix output;    /* n_embd -> n_vocab (tok_embd when tied) */
     const float *output_norm;
     tl_layer_weights *layers; /* (n_layer) */
+    struct tl_moe *moe;  /* expert FFNs (moe.h) replacing w_gate/w_up/w_down, or NULL */
 
     float *vectors;      /* owned storage behind every const float* above */
 };

@@ -60,5 +60,7 @@ int main(void) {
     check_model("models/llama3-d64-bf16.gguf", "ref/llama3-d64-bf16.story.json");
     check_model("models/llama-spm-d256-q4_k_m.gguf", "ref/llama-spm-d256-q4_k_m.receipt.json");
     check_model("models/stories260k-f32.gguf", "ref/stories260k-f32.code.json");
+    /* mixture of experts: routing, grouped expert products and the combine */
+    check_model("models/qwen3moe-d64-q8_0.gguf", "ref/qwen3moe-d64-q8_0.long.json");
     return TEST_DONE();
 }
