@@ -2,7 +2,7 @@
  *   x = embed(id)
  *   per layer:  h = RMSNorm(x)·attn_norm;  q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
  *               [qwen3: per-head RMSNorm of q and k];  RoPE(q, k, pos);  store k, v
- *               x += Wo · softmax(q·K^T / sqrt(d)) V          (grouped-query heads)
+ *               x += Wo · softmax(q·K^T / sqrt(d)) V          (grouped-query heads: attention.c)
  *               h = RMSNorm(x)·ffn_norm;  x += Wdown (silu(Wgate h) * (Wup h))
  *   out = RMSNorm(x)·output_norm
  * Matrix products go to tl_matmul; everything else is here, reducing in a
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attention.h"
 #include "engine/forward.h"
 #include "engine/moe.h"
 #include "util/error.h"
@@ -19,36 +20,11 @@ void fwd_scratch_free(fwd_scratch *sc) {
     free(sc->buf);
     free(sc->scores);
     tl_moe_scratch_free(sc->moe);
+    tl_attn_scratch_free(&sc->att);
     memset(sc, 0, sizeof *sc);
 }
 
 /* ---- per-token numerics --------------------------------------------------- */
-
-/* 8-lane float vectors (GCC vector extensions): the same lane-wise
- * operations on every ISA (SSE pairs, AVX2, AVX-512 clones below), so results
- * never depend on which clone runs. No FMA: the clones do not enable it, so
- * a*b+c rounds twice everywhere. */
-typedef float v8f __attribute__((vector_size(32), aligned(4))); /* aligned(4): loads need not be */
-_Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vectors");
-/* Macros, not functions: a 32-byte vector crossing a call between code built
- * with and without AVX changes the ABI (clang refuses it). */
-#define LOAD8(p) (*(const v8f *)(p))
-#define STORE8(p, v) (*(v8f *)(p) = (v))
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TL_VECTOR_CLONES
-#endif
-
-/* y[i] += a * x[i] */
-static inline void axpy_f32(float *y, float a, const float *x, int64_t n) {
-    int64_t i = 0;
-    v8f av = {a, a, a, a, a, a, a, a};
-    for (; i + 8 <= n; i += 8)
-        STORE8(y + i, LOAD8(y + i) + av * LOAD8(x + i));
-    for (; i < n; i++)
-        y[i] += a * x[i];
-}
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the mean in double (as ggml does). */
 static void rms_norm(const float *x, const float *w, float *out, int64_t n, float eps) {
@@ -129,7 +105,7 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     const tl_layer_weights *w = &m->layers[P->layer];
     int64_t dk = m->head_dim_k, nq = m->n_head * dk, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
     int32_t half = m->rope_dim / 2;
-    float *cs = P->sc->scores + (size_t)thread * P->sc->score_stride; /* borrowed: 2*half floats */
+    float *cs = P->sc->scores + (size_t)thread * P->sc->score_stride; /* 2*half floats */
     float *sn = cs + half;
     for (int64_t t = b; t < e; t++) {
         float *q = P->q + t * nq, *k = P->k + t * nk, *v = P->v + t * nv;
@@ -164,91 +140,6 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
-/* One (token, kv head) per item: for each query head h of the group sharing
- * kv head g, softmax(q_h·k_j / sqrt(d)) over j <= pos on the token's path,
- * times v_j. Each K/V row is loaded once for the whole group. Reads only
- * rows on the path, written earlier in this pass or by earlier passes. */
-TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e,
-                                                                                int thread) {
-    pass *P = arg;
-    const tl_model *m = P->m;
-    const kv_cache *c = P->c;
-    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
-    int32_t group = m->n_head / m->n_head_kv;
-    float scale = (float)(1.0 / sqrt((double)dk));
-    float *scores = P->sc->scores + (size_t)thread * P->sc->score_stride;
-    for (int64_t item = b; item < e; item++) {
-        int64_t t = item / m->n_head_kv;
-        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
-        const fwd_token *tk = &P->toks[t];
-        const float *q = P->q + t * m->n_head * dk + h0 * dk;
-        int32_t n_ctx = tk->pos + 1;
-        for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-            const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-            const float *kt = kv_k_block(c, nd, P->layer) + (size_t)g * dk * TL_KV_BLOCK;
-            for (int32_t hh = 0; hh < group; hh++) {
-                /* rows j0..j0+15 at once: lane r sums q[d] * k_r[d] over d in order */
-                const float *qh = q + hh * dk;
-                v8f lo = {0}, hi = {0};
-                for (int64_t d = 0; d < dk; d++) {
-                    float qd = qh[d];
-                    v8f qv = {qd, qd, qd, qd, qd, qd, qd, qd};
-                    lo += qv * LOAD8(kt + d * TL_KV_BLOCK);
-                    hi += qv * LOAD8(kt + d * TL_KV_BLOCK + 8);
-                }
-                float *out = scores + (size_t)hh * n_ctx + j0;
-                for (int32_t r = 0; r < rows; r++)
-                    out[r] = (r < 8 ? lo[r] : hi[r - 8]) * scale;
-            }
-        }
-        for (int32_t hh = 0; hh < group; hh++) {
-            float *s = scores + (size_t)hh * n_ctx, top = -INFINITY;
-            for (int32_t j = 0; j < n_ctx; j++)
-                top = s[j] > top ? s[j] : top;
-            for (int32_t j = 0; j < n_ctx; j++)
-                s[j] = expf(s[j] - top);
-            double sum = 0.0;
-            for (int32_t j = 0; j < n_ctx; j++)
-                sum += s[j];
-            float inv = (float)(1.0 / sum);
-            for (int32_t j = 0; j < n_ctx; j++)
-                s[j] *= inv;
-            /* out[i] = sum over j in order of s[j] * v_j[i], 32 outputs at a
-             * time held in registers across all rows */
-            float *out = P->h + t * P->h_stride + (h0 + hh) * dv;
-            int64_t i0 = 0;
-            for (; i0 + 32 <= dv; i0 += 32) {
-                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-                    const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-                    int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-                    for (int32_t r = 0; r < rows; r++) {
-                        const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv + i0;
-                        float p = s[j0 + r];
-                        v8f pv = {p, p, p, p, p, p, p, p};
-                        a0 += pv * LOAD8(vr);
-                        a1 += pv * LOAD8(vr + 8);
-                        a2 += pv * LOAD8(vr + 16);
-                        a3 += pv * LOAD8(vr + 24);
-                    }
-                }
-                STORE8(out + i0, a0);
-                STORE8(out + i0 + 8, a1);
-                STORE8(out + i0 + 16, a2);
-                STORE8(out + i0 + 24, a3);
-            }
-            if (i0 < dv) { /* head sizes that are not a multiple of 32 */
-                memset(out + i0, 0, sizeof(float) * (size_t)(dv - i0));
-                for (int32_t j = 0; j < n_ctx; j++) {
-                    const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], P->layer, j % TL_KV_BLOCK) + g * dv;
-                    axpy_f32(out + i0, s[j], vr + i0, dv - i0);
-                }
-            }
-        }
-    }
-}
-
 static void swiglu_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
     int64_t f = P->m->n_ff;
@@ -279,8 +170,8 @@ static int64_t grain_for(int64_t floats_per_item) {
     return g > 1 ? g : 1;
 }
 
-static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok,
-                                 int32_t max_pos, pass *P, tl_error *err) {
+static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok, pass *P,
+                                 tl_error *err) {
     int64_t E = m->n_embd, nq = (int64_t)m->n_head * m->head_dim_k, no = (int64_t)m->n_head * m->head_dim_v;
     int64_t hs = E > no ? E : no, F = m->n_ff, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
     int64_t ue = F > E ? F : E;
@@ -292,17 +183,15 @@ static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *
         if (!sc->buf)
             return tl_error_set(err, TL_ERR_NOMEM, "out of memory for activations of %d tokens", n_tok);
     }
-    /* per-thread scores: attention weights of a head group over max_pos+1 rows, or RoPE cos/sin */
-    size_t att = ((size_t)max_pos + 1) * (size_t)(m->n_head / m->n_head_kv);
-    size_t stride = att > (size_t)m->rope_dim ? att : (size_t)m->rope_dim;
-    stride = (stride + 15) & ~(size_t)15;
+    /* per thread: RoPE cos/sin of one position */
+    size_t stride = ((size_t)m->rope_dim + 15) & ~(size_t)15;
     size_t n_threads = (size_t)tl_pool_size(pool);
     if (stride * n_threads > sc->cap_scores) {
         free(sc->scores);
         sc->scores = malloc(sizeof(float) * stride * n_threads);
         sc->cap_scores = sc->scores ? stride * n_threads : 0;
         if (!sc->scores)
-            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention scores");
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for RoPE tables");
     }
     sc->score_stride = stride;
     float *p = sc->buf;
@@ -321,20 +210,16 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
                      int32_t n_tok, float *hidden_out, tl_error *err) {
     if (n_tok <= 0)
         return TL_OK;
-    int32_t max_pos = 0;
-    for (int32_t t = 0; t < n_tok; t++) {
+    for (int32_t t = 0; t < n_tok; t++)
         if (toks[t].id < 0 || toks[t].id >= m->n_vocab)
             return tl_error_set(err, TL_ERR_INVALID, "token id %d out of range [0, %d)", toks[t].id, m->n_vocab);
-        if (toks[t].pos > max_pos)
-            max_pos = toks[t].pos;
-    }
     pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out};
-    tl_status st = scratch_reserve(m, pool, sc, n_tok, max_pos, &P, err);
+    tl_status st = scratch_reserve(m, pool, sc, n_tok, &P, err);
     if (st != TL_OK)
         return st;
     /* Items per pool chunk: enough work (~8K floats) that waking a thread pays. */
     int64_t g_embd = grain_for(m->n_embd), g_ff = grain_for(m->n_ff);
-    int64_t g_att = grain_for(((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v) * (m->n_head / m->n_head_kv));
+    tl_attn_params ap = tl_attn_default(m);
     tl_pool_run(pool, n_tok, g_embd, embed_rows, &P);
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];
@@ -345,7 +230,8 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
         tl_pool_run(pool, n_tok, g_embd, qk_prepare_rows, &P);
         /* attention output (n_tok, n_head * head_dim_v) goes into h */
-        tl_pool_run(pool, (int64_t)n_tok * m->n_head_kv, g_att, attention_items, &P);
+        if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
+            return st;
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);

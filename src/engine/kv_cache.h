@@ -21,7 +21,7 @@
 
 #include "engine/model_internal.h"
 
-#define TL_KV_BLOCK 16 /* forward.c scores a block as two 8-lane vectors */
+#define TL_KV_BLOCK 16 /* attention.c scores a block as two 8-lane vectors */
 
 typedef struct kv_node kv_node;
 struct kv_node {
