@@ -13,6 +13,7 @@ tl_unpack_info tl_unpack_info_of(tl_ggml_type t) {
     case TL_TYPE_Q4_0: return (tl_unpack_info){8, 0};
     case TL_TYPE_Q5_0: return (tl_unpack_info){16, 0};
     case TL_TYPE_Q6_K: return (tl_unpack_info){32, 0};
+    case TL_TYPE_MXFP4: return (tl_unpack_info){TL_MXFP4_OFFSET, 0};
     case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: case TL_TYPE_Q4_K: case TL_TYPE_Q5_K:
         return (tl_unpack_info){0, 1};
     default: return (tl_unpack_info){0, 0};
@@ -130,6 +131,9 @@ void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *c
             }
             for (int k = 0; k < 16; k++) ws[16 * sb + k] = d * (float)blk->scales[k];
         }
+        break;
+    case TL_TYPE_MXFP4:
+        tl_unpack_mxfp4_scalar(src, n, code, ws);
         break;
     default:
         break;
