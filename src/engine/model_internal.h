@@ -59,6 +59,8 @@ struct tl_model {
     const float *output_norm;
     tl_layer_weights *layers; /* (n_layer) */
     struct tl_moe *moe;  /* expert FFNs (moe.h) replacing w_gate/w_up/w_down, or NULL */
+    struct tl_dnet *dnet; /* recurrent (gated delta-net) layers of hybrid models (deltanet.h), or NULL */
+    int64_t rstate_floats; /* a sequence's recurrent state over all layers (0: none) */
 
     float *vectors;      /* owned storage behind every const float* above */
 };

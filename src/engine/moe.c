@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/loader.h"
 #include "engine/moe.h"
 #include "util/error.h"
 
@@ -32,102 +33,10 @@ struct tl_moe_scratch {
 
 /* ---- loading --------------------------------------------------------------- */
 
-typedef struct mload {
-    const tl_gguf *g;
-    const char *path;
-    const char *arch;
-    tl_moe *moe;
-    size_t vec_used, vec_cap;
-} mload;
-
-static tl_status key_u32(mload *L, const char *suffix, bool required, uint32_t def, uint32_t lo, uint32_t hi,
-                         uint32_t *out, tl_error *err) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", L->arch, suffix);
-    if (!tl_gguf_get(L->g, key)) {
-        if (required)
-            return tl_error_set(err, TL_ERR_FORMAT, "%s: missing metadata key '%s'", L->path, key);
-        *out = def;
-        return TL_OK;
-    }
-    if (tl_gguf_get_u32(L->g, key, out, err) != TL_OK)
-        return tl_error_wrap(err, "%s", L->path);
-    if (*out < lo || *out > hi)
-        return tl_error_set(err, TL_ERR_FORMAT, "%s: %s = %u is out of range [%u, %u]", L->path, key, *out, lo, hi);
-    return TL_OK;
-}
-
-static const char *dims_str(const tl_gguf_tensor *t, char *buf, size_t cap) {
-    int w = snprintf(buf, cap, "[%lld", (long long)t->ne[0]);
-    for (uint32_t d = 1; d < t->n_dims && w > 0 && (size_t)w < cap; d++)
-        w += snprintf(buf + w, cap - (size_t)w, ", %lld", (long long)t->ne[d]);
-    if (w > 0 && (size_t)w < cap)
-        snprintf(buf + w, cap - (size_t)w, "]");
+/* blk.L.<suffix> into a buffer. */
+static const char *blk(char *buf, size_t cap, int32_t layer, const char *suffix) {
+    snprintf(buf, cap, "blk.%d.%s", (int)layer, suffix);
     return buf;
-}
-
-/* Finds blk.L.<suffix> and checks its shape {ne0, ne1, ne2} (trailing 1s implied). */
-static tl_status tensor_shaped(mload *L, int32_t layer, const char *suffix, const int64_t want[3], bool required,
-                               const tl_gguf_tensor **out, char *name, size_t name_cap, tl_error *err) {
-    snprintf(name, name_cap, "blk.%d.%s", (int)layer, suffix);
-    const tl_gguf_tensor *t = tl_gguf_find_tensor(L->g, name);
-    *out = t;
-    if (!t)
-        return required ? tl_error_set(err, TL_ERR_FORMAT, "%s: missing tensor '%s'", L->path, name) : TL_OK;
-    if (t->ne[0] != want[0] || t->ne[1] != want[1] || t->ne[2] != want[2] || t->ne[3] != 1) {
-        char got[96], exp[96];
-        tl_gguf_tensor w = {.n_dims = want[2] != 1 ? 3 : want[1] != 1 ? 2 : 1, .ne = {want[0], want[1], want[2], 1}};
-        return tl_error_set(err, TL_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s", L->path, name,
-                            dims_str(t, got, sizeof got), dims_str(&w, exp, sizeof exp));
-    }
-    return TL_OK;
-}
-
-/* A stack of n matrices n_in -> n_out (n = 1: a plain matrix). */
-static tl_status load_stack(mload *L, int32_t layer, const char *suffix, int64_t n_in, int64_t n_out, int64_t n,
-                            bool required, tl_expert_mats *out, tl_error *err) {
-    memset(out, 0, sizeof *out);
-    const tl_gguf_tensor *t;
-    char name[96];
-    int64_t want[3] = {n_in, n_out, n};
-    tl_status st = tensor_shaped(L, layer, suffix, want, required, &t, name, sizeof name, err);
-    if (st != TL_OK || !t)
-        return st;
-    if (!tl_kernels_supports(t->type))
-        return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which the engine cannot multiply",
-                            L->path, name, tl_type_name(t->type));
-    size_t rb = tl_type_row_bytes(t->type, n_in);
-    if (!rb || t->nbytes < rb * (size_t)n_out * (size_t)n)
-        return tl_error_set(err, TL_ERR_FORMAT, "%s: tensor '%s': %zu bytes of data, %s rows of %lld need more",
-                            L->path, name, t->nbytes, tl_type_name(t->type), (long long)n_in);
-    out->m = (tl_matrix){.type = t->type, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = t->data};
-    out->stride = rb * (size_t)n_out;
-    return TL_OK;
-}
-
-/* A float vector of ne0 x ne1 values (ne1 = 1: 1-D) into moe->vectors. */
-static tl_status load_vec(mload *L, int32_t layer, const char *suffix, int64_t ne0, int64_t ne1, bool required,
-                          const float **out, tl_error *err) {
-    *out = NULL;
-    const tl_gguf_tensor *t;
-    char name[96];
-    int64_t want[3] = {ne0, ne1, 1};
-    tl_status st = tensor_shaped(L, layer, suffix, want, required, &t, name, sizeof name, err);
-    if (st != TL_OK || !t)
-        return st;
-    if (t->type != TL_TYPE_F32 && t->type != TL_TYPE_F16 && t->type != TL_TYPE_BF16)
-        return tl_error_set(err, TL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; vectors must be F32, F16 or BF16",
-                            L->path, name, tl_type_name(t->type));
-    size_t n = (size_t)(ne0 * ne1);
-    if (t->nbytes < tl_type_row_bytes(t->type, (int64_t)n))
-        return tl_error_set(err, TL_ERR_FORMAT, "%s: tensor '%s' is too short", L->path, name);
-    if (L->vec_used + n > L->vec_cap)
-        return tl_error_set(err, TL_ERR_INTERNAL, "%s: vector storage overflow at '%s'", L->path, name);
-    float *dst = L->moe->vectors + L->vec_used;
-    L->vec_used += n;
-    tl_dequant_row(t->type, t->data, dst, (int64_t)n);
-    *out = dst;
-    return TL_OK;
 }
 
 tl_status tl_moe_load(const tl_gguf *g, const char *path, const char *arch, int32_t n_layer, int32_t n_embd,
@@ -136,82 +45,70 @@ tl_status tl_moe_load(const tl_gguf *g, const char *path, const char *arch, int3
     tl_moe *moe = calloc(1, sizeof *moe);
     if (!moe)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
-    mload L = {.g = g, .path = path, .arch = arch, .moe = moe};
+    tl_loader L = {.g = g, .path = path, .arch = arch};
     moe->gating = spec->gating;
     moe->act = spec->act;
     uint32_t v;
     tl_status st;
-    if ((st = key_u32(&L, "expert_count", true, 0, 1, MAX_EXPERTS, &v, err)) != TL_OK)
+    if ((st = tl_ld_u32(&L, "expert_count", true, 0, 1, MAX_EXPERTS, &v, err)) != TL_OK)
         goto fail;
     moe->n_expert = (int32_t)v;
-    if ((st = key_u32(&L, "expert_used_count", true, 0, 1, (uint32_t)moe->n_expert, &v, err)) != TL_OK)
+    if ((st = tl_ld_u32(&L, "expert_used_count", true, 0, 1, (uint32_t)moe->n_expert, &v, err)) != TL_OK)
         goto fail;
     moe->n_used = (int32_t)v;
-    if ((st = key_u32(&L, "expert_feed_forward_length", false, (uint32_t)(n_ff / moe->n_used), 1, 1u << 22, &v,
-                      err)) != TL_OK)
+    if ((st = tl_ld_u32(&L, "expert_feed_forward_length", n_ff / moe->n_used < 1, (uint32_t)(n_ff / moe->n_used), 1,
+                        1u << 22, &v, err)) != TL_OK)
         goto fail;
     moe->n_ff_exp = (int32_t)v;
-    if (moe->n_ff_exp < 1) {
-        st = tl_error_set(err, TL_ERR_FORMAT, "%s: %s.expert_feed_forward_length is missing and %s.feed_forward_length "
-                          "%d / %d experts used is 0", path, arch, arch, n_ff, moe->n_used);
-        goto fail;
-    }
     if (spec->shared_expert) {
-        if ((st = key_u32(&L, "expert_shared_feed_forward_length", false, (uint32_t)n_ff, 1, 1u << 22, &v, err)) !=
+        if ((st = tl_ld_u32(&L, "expert_shared_feed_forward_length", false, (uint32_t)n_ff, 1, 1u << 22, &v, err)) !=
             TL_OK)
             goto fail;
         moe->n_ff_shexp = (int32_t)v;
     }
-    char key[128];
-    snprintf(key, sizeof key, "%s.expert_weights_scale", arch);
-    moe->w_scale = 1.0f;
-    if (tl_gguf_get(g, key)) {
-        if (tl_gguf_get_f32(g, key, &moe->w_scale, err) != TL_OK) {
-            st = tl_error_wrap(err, "%s", path);
-            goto fail;
-        }
-        if (moe->w_scale == 0.0f)
-            moe->w_scale = 1.0f; /* llama.cpp: 0 means unset */
-        if (!isfinite(moe->w_scale)) {
-            st = tl_error_set(err, TL_ERR_FORMAT, "%s: %s = %g is not finite", path, key, moe->w_scale);
-            goto fail;
-        }
-    }
+    if ((st = tl_ld_f32(&L, "expert_weights_scale", 1.0f, &moe->w_scale, err)) != TL_OK)
+        goto fail;
+    if (moe->w_scale == 0.0f)
+        moe->w_scale = 1.0f; /* llama.cpp: 0 means unset */
     int64_t E = moe->n_expert, F = moe->n_ff_exp;
     L.vec_cap = (size_t)n_layer * ((spec->biases ? (size_t)E * (1 + 2 * (size_t)F + (size_t)n_embd) : 0) +
                                    (spec->shared_expert ? (size_t)n_embd : 0));
     moe->layers = calloc((size_t)n_layer, sizeof *moe->layers);
-    moe->vectors = malloc(sizeof(float) * (L.vec_cap ? L.vec_cap : 1));
+    moe->vectors = L.vec = malloc(sizeof(float) * (L.vec_cap ? L.vec_cap : 1));
     if (!moe->layers || !moe->vectors) {
         st = tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory for %d MoE layers", path, n_layer);
         goto fail;
     }
     for (int32_t l = 0; l < n_layer; l++) {
         tl_moe_layer *w = &moe->layers[l];
-        tl_expert_mats router, sg, su, sd;
-        if ((st = load_stack(&L, l, "ffn_gate_inp.weight", n_embd, E, 1, true, &router, err)) ||
-            (st = load_stack(&L, l, "ffn_gate_exps.weight", n_embd, F, E, true, &w->gate, err)) ||
-            (st = load_stack(&L, l, "ffn_up_exps.weight", n_embd, F, E, true, &w->up, err)) ||
-            (st = load_stack(&L, l, "ffn_down_exps.weight", F, n_embd, E, true, &w->down, err)))
+        char n[96];
+        if ((st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_gate_inp.weight"), n_embd, E, 1, true, &w->router, NULL,
+                               err)) ||
+            (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_gate_exps.weight"), n_embd, F, E, true, &w->gate.m,
+                               &w->gate.stride, err)) ||
+            (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_up_exps.weight"), n_embd, F, E, true, &w->up.m,
+                               &w->up.stride, err)) ||
+            (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_down_exps.weight"), F, n_embd, E, true, &w->down.m,
+                               &w->down.stride, err)))
             goto fail;
-        w->router = router.m;
         if (spec->biases) {
-            if ((st = load_vec(&L, l, "ffn_gate_inp.bias", E, 1, true, &w->router_b, err)) ||
-                (st = load_vec(&L, l, "ffn_gate_exps.bias", F, E, true, &w->gate_b, err)) ||
-                (st = load_vec(&L, l, "ffn_up_exps.bias", F, E, true, &w->up_b, err)) ||
-                (st = load_vec(&L, l, "ffn_down_exps.bias", n_embd, E, true, &w->down_b, err)))
+            if ((st = tl_ld_vector(&L, blk(n, sizeof n, l, "ffn_gate_inp.bias"), E, 1, true, &w->router_b, err)) ||
+                (st = tl_ld_vector(&L, blk(n, sizeof n, l, "ffn_gate_exps.bias"), F, E, true, &w->gate_b, err)) ||
+                (st = tl_ld_vector(&L, blk(n, sizeof n, l, "ffn_up_exps.bias"), F, E, true, &w->up_b, err)) ||
+                (st = tl_ld_vector(&L, blk(n, sizeof n, l, "ffn_down_exps.bias"), n_embd, E, true, &w->down_b, err)))
                 goto fail;
         }
         if (spec->shared_expert) {
             int64_t S = moe->n_ff_shexp;
-            if ((st = load_vec(&L, l, "ffn_gate_inp_shexp.weight", n_embd, 1, true, &w->sh_gate_inp, err)) ||
-                (st = load_stack(&L, l, "ffn_gate_shexp.weight", n_embd, S, 1, true, &sg, err)) ||
-                (st = load_stack(&L, l, "ffn_up_shexp.weight", n_embd, S, 1, true, &su, err)) ||
-                (st = load_stack(&L, l, "ffn_down_shexp.weight", S, n_embd, 1, true, &sd, err)))
+            if ((st = tl_ld_vector(&L, blk(n, sizeof n, l, "ffn_gate_inp_shexp.weight"), n_embd, 1, true,
+                                   &w->sh_gate_inp, err)) ||
+                (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_gate_shexp.weight"), n_embd, S, 1, true, &w->sh_gate,
+                                   NULL, err)) ||
+                (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_up_shexp.weight"), n_embd, S, 1, true, &w->sh_up, NULL,
+                                   err)) ||
+                (st = tl_ld_matrix(&L, blk(n, sizeof n, l, "ffn_down_shexp.weight"), S, n_embd, 1, true, &w->sh_down,
+                                   NULL, err)))
                 goto fail;
-            w->sh_gate = sg.m;
-            w->sh_up = su.m;
-            w->sh_down = sd.m;
         }
     }
     *out = moe;
