@@ -26,8 +26,8 @@ _Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vector
 #define TL_VECTOR_CLONES
 #endif
 
-tl_attn_params tl_attn_default(const tl_model *m) {
-    return (tl_attn_params){.scale = (float)(1.0 / sqrt((double)m->head_dim_k))};
+tl_attn_params tl_attn_default(const tl_model *m, int32_t layer) {
+    return (tl_attn_params){.scale = (float)(1.0 / sqrt((double)m->layers[layer].head_dim_k))};
 }
 
 void tl_attn_scratch_free(tl_attn_scratch *s) {
@@ -71,13 +71,14 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
     const tl_model *m = J->m;
     const kv_cache *c = J->c;
     const tl_attn_params *p = &J->p;
-    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
-    int32_t group = m->n_head / m->n_head_kv;
+    const tl_layer_weights *w = &m->layers[J->layer];
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v;
+    int32_t group = m->n_head / w->n_head_kv;
     float scale = p->scale, cap = p->softcap;
     float *scores = J->scores + (size_t)thread * J->score_stride;
     for (int64_t item = b; item < e; item++) {
-        int64_t t = item / m->n_head_kv;
-        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
+        int64_t t = item / w->n_head_kv;
+        int32_t g = (int32_t)(item % w->n_head_kv), h0 = g * group;
         const fwd_token *tk = &J->toks[t];
         const float *q = J->q + t * m->n_head * dk + h0 * dk;
         int32_t n_ctx = tk->pos + 1, lo = first_visible(p, tk->pos);
@@ -164,7 +165,8 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     int32_t max_pos = 0;
     for (int32_t t = 0; t < n_tok; t++)
         max_pos = toks[t].pos > max_pos ? toks[t].pos : max_pos;
-    int32_t group = m->n_head / m->n_head_kv;
+    const tl_layer_weights *w = &m->layers[layer];
+    int32_t group = m->n_head / w->n_head_kv;
     /* per thread: the weights of a head group over max_pos + 1 positions */
     size_t stride = (((size_t)max_pos + 1) * (size_t)group + 15) & ~(size_t)15;
     size_t need = stride * (size_t)tl_pool_size(pool);
@@ -178,8 +180,9 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     attn_job J = {.m = m, .c = c, .layer = layer, .p = *p, .toks = toks, .q = q, .out = out,
                   .out_stride = out_stride, .scores = sc->buf, .score_stride = stride};
     /* items per pool chunk: enough work (~8K floats) that waking a thread pays */
-    int64_t work = ((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v) * group;
+    int64_t span = p->window > 0 && p->window < max_pos + 1 ? p->window + TL_KV_BLOCK : (int64_t)max_pos + 1;
+    int64_t work = span * (w->head_dim_k + w->head_dim_v) * group;
     int64_t grain = 8192 / (work > 0 ? work : 1);
-    tl_pool_run(pool, (int64_t)n_tok * m->n_head_kv, grain > 1 ? grain : 1, attention_items, &J);
+    tl_pool_run(pool, (int64_t)n_tok * w->n_head_kv, grain > 1 ? grain : 1, attention_items, &J);
     return TL_OK;
 }

@@ -10,7 +10,8 @@
  * back to 32-blocks (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), rows that are
  * not a multiple of 32 to F16. MXFP4_MOE (gpt-oss files) puts MXFP4 on the
  * expert stacks (*_exps) and Q8_0 on the rest. Routers (ffn_gate_inp) stay
- * F32 under every target, as llama.cpp keeps them. */
+ * F32 under every target, as llama.cpp keeps them, and so do the recurrent
+ * layers' convolution kernels (ssm_conv1d). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,7 @@ static int use_more_bits(int layer, int n_layer) {
 static tl_ggml_type choose_type(const tl_gguf_tensor *T, const target_desc *tgt, int n_layer, int has_output) {
     if (!tl_kernels_supports(T->type)) return TL_TYPE_COUNT; /* e.g. I32 tables: keep */
     if (T->n_dims < 2 || name_contains(T->name, "norm") || name_contains(T->name, "ffn_gate_inp") ||
+        name_contains(T->name, "ssm_conv1d") || /* llama.cpp's conv op reads F32 kernels only */
         !name_is(T->name, ".weight", 0)) /* biases (gpt-oss experts' are 2-D) */
         return TL_TYPE_F32;
     tl_ggml_type t = tgt->base;

@@ -29,17 +29,19 @@ void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1) {
         for (int64_t b = 0; b < a->nb; b++, x += QK32, q += QK32) {
             float amax = 0;
             for (int i = 0; i < QK32; i++) amax = fmaxf(amax, fabsf(x[i]));
+            /* as ggml's q8_0: codes from the exact scale, rounded half away
+             * from zero; the block keeps the scale rounded to binary16 */
             float d = amax / 127.f;
             float id = d != 0 ? 1.0f / d : 0;
             int sum = 0;
             for (int i = 0; i < QK32; i++) {
                 float v = x[i] * id;
-                /* rint: round to nearest even, as the SIMD converts do */
-                int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)rintf(v);
+                int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)roundf(v);
                 if (v != v) c = 0; /* NaN input */
                 q[i] = (int8_t)c;
                 sum += c;
             }
+            d = tl_half_to_f32(tl_f32_to_half(d));
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)sum;
         }
