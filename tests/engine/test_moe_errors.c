@@ -1,7 +1,8 @@
-/* test_moe_errors.c: a mixture-of-experts file with a missing or mis-shaped
- * expert tensor or hyperparameter is refused with an error naming it. Each
- * case is the qwen3moe fixture with one header field changed (a tensor or
- * key renamed in place, or one dimension altered), written to a temp file. */
+/* test_moe_errors.c: mixture-of-experts (qwen3moe, gpt-oss) and hybrid
+ * (qwen35) files with a missing or mis-shaped tensor or hyperparameter of
+ * theirs are refused with an error naming it. Each case is a fixture with
+ * one header field changed (a tensor or key renamed in place, or one
+ * dimension altered), written to a temp file. */
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@ static uint8_t *file_data;
 static size_t file_len;
 
 static void read_fixture(const char *rel) {
+    free(file_data);
+    file_data = NULL;
     FILE *f = fopen(tl_fixture(rel), "rb");
     CHECKF(f != NULL, "cannot open %s", rel);
     if (!f)
@@ -98,6 +101,34 @@ int main(void) {
     CHECKF(strstr(e, "missing metadata key 'qwen3moe.expert_count'"), "%s", e);
     e = load_edited("used count key", rename_str, "qwen3moe.expert_used_count", "qwen3moe.expert_used_counx");
     CHECKF(strstr(e, "missing metadata key 'qwen3moe.expert_used_count'"), "%s", e);
+
+    read_fixture("models/gpt-oss-gpt2-d64-mxfp4.gguf");
+    if (file_data) {
+        e = load_edited("sinks", rename_str, "blk.1.attn_sinks.weight", "blk.1.attn_sinks.weighx");
+        CHECKF(strstr(e, "missing tensor 'blk.1.attn_sinks.weight'"), "%s", e);
+        e = load_edited("expert bias", rename_str, "blk.0.ffn_down_exps.bias", "blk.0.ffn_down_exps.biax");
+        CHECKF(strstr(e, "missing tensor 'blk.0.ffn_down_exps.bias'"), "%s", e);
+        e = load_edited("router bias shape", set_dim1, "blk.0.ffn_up_exps.bias", "4");
+        CHECKF(strstr(e, "'blk.0.ffn_up_exps.bias' has shape [64, 4], expected [64, 8]"), "%s", e);
+        e = load_edited("output bias", rename_str, "blk.0.attn_output.bias", "blk.0.attn_output.biax");
+        CHECKF(strstr(e, "missing tensor 'blk.0.attn_output.bias'"), "%s", e);
+        e = load_edited("window key", rename_str, "gpt-oss.attention.sliding_window", "gpt-oss.attention.sliding_windox");
+        CHECKF(strstr(e, "missing metadata key 'gpt-oss.attention.sliding_window'"), "%s", e);
+    }
+
+    read_fixture("models/qwen35-d64-q8_0.gguf");
+    if (file_data) {
+        e = load_edited("conv kernel", rename_str, "blk.2.ssm_conv1d.weight", "blk.2.ssm_conv1d.weighx");
+        CHECKF(strstr(e, "missing tensor 'blk.2.ssm_conv1d.weight'"), "%s", e);
+        e = load_edited("decay", rename_str, "blk.0.ssm_a", "blk.0.ssm_b");
+        CHECKF(strstr(e, "missing tensor 'blk.0.ssm_a'"), "%s", e);
+        e = load_edited("qkv shape", set_dim1, "blk.1.attn_qkv.weight", "96");
+        CHECKF(strstr(e, "'blk.1.attn_qkv.weight' has shape [64, 96], expected [64, 128]"), "%s", e);
+        e = load_edited("gated q shape", set_dim1, "blk.3.attn_q.weight", "128");
+        CHECKF(strstr(e, "'blk.3.attn_q.weight' has shape [64, 128], expected [64, 256]"), "%s", e);
+        e = load_edited("state key", rename_str, "qwen35.ssm.state_size", "qwen35.ssm.state_sizx");
+        CHECKF(strstr(e, "missing metadata key 'qwen35.ssm.state_size'"), "%s", e);
+    }
     free(file_data);
     return TEST_DONE();
 }
