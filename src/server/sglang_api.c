@@ -1252,20 +1252,18 @@ out:
     json_decref(root);
 }
 
+/* Exactly SGLang's /model_info (python/sglang/srt/entrypoints/http_server.py,
+ * v0.5): no extra fields a client could come to rely on. The chat template,
+ * vocabulary size and served name are not in it; clients get the name from
+ * /v1/models and the template and vocabulary from a local copy of the model. */
 void handle_model_info(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
     const char *path = s->p.model_path ? s->p.model_path : tl_model_name(s->model);
-    json_t *info =
-               json_pack("{s:o,s:o,s:b,s:n,s:s,s:b,s:b,s:s,s:[s],s:i,s:i,s:o}", "model_path",
-                         json_string_lossy(path, strlen(path)), "tokenizer_path", json_string_lossy(path, strlen(path)), "is_generation", 1, "preferred_sampling_params", "weight_version", "default",
-                         "has_image_understanding", 0, "has_audio_understanding", 0, "model_type",
-                         tl_model_arch(s->model), "architectures", tl_model_arch(s->model), "max_total_num_tokens",
-                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name",
-                         json_string_lossy(tl_model_name(s->model), strlen(tl_model_name(s->model))));
-    /* Not in SGLang's reply: lets typellm's SGLang backend render chat prompts
-     * exactly as the local engine does. */
-    const char *tmpl = tl_vocab_chat_template(s->vocab);
-    json_object_set_new(info, "chat_template", tmpl ? json_string_lossy(tmpl, strlen(tmpl)) : json_null());
+    json_t *info = json_pack("{s:o,s:o,s:b,s:n,s:s,s:b,s:b,s:s,s:[s]}", "model_path",
+                             json_string_lossy(path, strlen(path)), "tokenizer_path",
+                             json_string_lossy(path, strlen(path)), "is_generation", 1, "preferred_sampling_params",
+                             "weight_version", "default", "has_image_understanding", 0, "has_audio_understanding", 0,
+                             "model_type", tl_model_arch(s->model), "architectures", tl_model_arch(s->model));
     reply_json(r, 200, info);
 }
 
