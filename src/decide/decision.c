@@ -19,6 +19,9 @@
 #include "decide/schema.h"
 #include "util/error.h"
 
+/* Shared by any number of deciding threads: each tl_decide parses root into
+ * its own tl_dschema (which only takes references: jansson's reference
+ * counts are atomic, its lookups read-only). */
 struct tl_schema {
     json_t *root;     /* the schema document (validated) */
     size_t n_fields;
