@@ -847,6 +847,20 @@ static void handle_openai_text(tl_server *s, const tl_http_request *req, tl_http
     oai_ctx_free(c);
 }
 
+bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f) {
+    tl_http_request req = {.method = "POST", .body = body, .body_len = len};
+    oai_request rq;
+    bool ok = oai_request_parse(s, &req, chat, &rq, f);
+    if (ok && !rq.schema) {
+        gen_request g;
+        ok = gen_request_from_json(rq.gen, s->n_vocab, s->p.max_new_tokens, &g, f);
+        if (ok)
+            gen_request_free(&g);
+    }
+    oai_request_free(&rq);
+    return ok;
+}
+
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     handle_openai_text(s, req, r, true);
 }
