@@ -240,21 +240,22 @@ class Client:
 
     # -- decisions
     def decide(self, context, schema, *, mode="auto", style=None, chat_template=None, temperature=0.0, seed=0,
-               threshold=0.0, trace=False, given=None):
+               threshold=0.0, trace=False, given=None, lenient=False, strict=False, partial=False):
         """Runs the decision and returns its whole record (a dict, exactly what
         `typellm decide` prints: values, fields with probabilities, usage, ...)."""
         record, _, _ = self._decide(context, schema, mode, style, chat_template, temperature, seed, threshold,
-                                    trace, given)
+                                    trace, given, lenient, strict, partial)
         return record
 
     def generate(self, context, schema, *, mode="auto", style=None, chat_template=None, temperature=0.0, seed=0,
-                 threshold=0.0, trace=False, given=None, as_model=False):
+                 threshold=0.0, trace=False, given=None, as_model=False, lenient=False, strict=False,
+                 partial=False):
         """Decides every field of schema over context and returns a Result:
         a dict of typed values ({"answer": 70.0}) with the distributions on
         attributes. schema: a dict, JSON text, or a Pydantic model class (then
         as_model=True returns an instance of it instead)."""
         record, sdict, model_cls = self._decide(context, schema, mode, style, chat_template, temperature, seed,
-                                                threshold, trace, given)
+                                                threshold, trace, given, lenient, strict, partial)
         result = Result(record, sdict)
         if as_model:
             if model_cls is None:
@@ -262,7 +263,8 @@ class Client:
             return _to_model(model_cls, dict(result))
         return result
 
-    def _decide(self, context, schema, mode, style, chat_template, temperature, seed, threshold, trace, given):
+    def _decide(self, context, schema, mode, style, chat_template, temperature, seed, threshold, trace, given,
+                lenient=False, strict=False, partial=False):
         if not isinstance(context, (str, bytes)):
             raise TypeError("context must be a string")
         sdict, stext, model_cls = _schema_of(schema)
@@ -274,7 +276,7 @@ class Client:
         style = style if style is not None else self.style
         chat_template = chat_template if chat_template is not None else self.chat_template
         opts = N.DecideOpts(_b(mode), _b(style), _b(chat_template), float(temperature), int(seed) & (2**64 - 1),
-                            float(threshold), bool(trace))
+                            float(threshold), bool(trace), bool(lenient), bool(strict), bool(partial))
         backend, release = None, None
         d = N.P()
         try:
