@@ -2,25 +2,27 @@
 # compare_llamacpp.sh: typellm's engine side by side with llama.cpp on the
 # same CPU, same model files, same thread count (see bench/README.md).
 #
-#   bench/compare_llamacpp.sh [--threads 2] [--prefill 512] [--decode 128] [--types "Q8_0 F16 Q4_K_M"]
+#   bench/compare_llamacpp.sh [--threads 2] [--prefill 512] [--decode 128] [--types "Q8_0 F16 Q4_K_M"] [--runs 3]
 #
 # Steps: build typellm (build-bench/, the default RelWithDebInfo = -O2); make the Qwen2.5-0.5B-shaped
 # random model with ../shared/tools/mkmodel.py (reused if present); quantize
 # it with `typellm quantize`; install node-llama-cpp@3.22.1 into bench/
 # (git-ignored node_modules); time `typellm bench` and llama.cpp on each file;
-# print a table with the ratios. Scratch files go to bench/out/ (git-ignored).
+# print a table with the ratios of the medians over --runs runs (each run
+# alternates the two engines on every type). Scratch files go to bench/out/ (git-ignored).
 # The machine is shared: run it when there is something worth measuring.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M"
+threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M" runs=3
 while [ $# -gt 0 ]; do
     case "$1" in
         --threads) threads=$2; shift 2 ;;
         --prefill) prefill=$2; shift 2 ;;
         --decode) decode=$2; shift 2 ;;
         --types) types=$2; shift 2 ;;
-        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"]" >&2; exit 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"] [--runs R]" >&2; exit 2 ;;
     esac
 done
 out=$root/bench/out
@@ -33,7 +35,9 @@ tl=$root/build-bench/typellm
 
 f32=$out/bench-qwen2-0.5b-f32.gguf
 [ -f "$f32" ] || [ ! -f /tmp/bench-qwen2-0.5b-f32.gguf ] || f32=/tmp/bench-qwen2-0.5b-f32.gguf
-if [ ! -f "$f32" ]; then
+need_f32=
+for t in $types; do [ -f "$out/qwen2-0.5b-$t.gguf" ] || need_f32=1; done
+if [ -n "$need_f32" ] && [ ! -f "$f32" ]; then
     echo "== make the Qwen2.5-0.5B-shaped model" >&2
     /usr/bin/python3 ../shared/tools/mkmodel.py --vocab ../shared/fixtures/vocab/ggml-vocab-qwen3.gguf \
         --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ff 4864 --tied \
@@ -51,15 +55,19 @@ fi
 
 results=$out/compare-$(date +%Y%m%d-%H%M%S).jsonl
 : >"$results"
-for t in $types; do
-    m=$out/qwen2-0.5b-$t.gguf
-    echo "== typellm bench $t" >&2
-    "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
-        sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
-    echo "== llama.cpp $t" >&2
-    node bench/compare_llamacpp.mjs --threads "$threads" --prefill "$prefill" --decode "$decode" "$m" |
-        sed "s|^{|{\"side\":\"llama.cpp\",\"weights\":\"$t\",|" >>"$results"
+echo "== $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), AMX: $(grep -q amx_int8 /proc/cpuinfo && echo yes || echo no), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$runs"); do
+    for t in $types; do
+        m=$out/qwen2-0.5b-$t.gguf
+        echo "== run $r: typellm bench $t" >&2
+        "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
+            sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
+        echo "== run $r: llama.cpp $t" >&2
+        node bench/compare_llamacpp.mjs --threads "$threads" --prefill "$prefill" --decode "$decode" "$m" |
+            sed "s|^{|{\"side\":\"llama.cpp\",\"weights\":\"$t\",|" >>"$results"
+    done
 done
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # table: pick prefill/decode tok/s from each side (typellm bench's keys may be
 # pp_tok_s/tg_tok_s or prefill_tok_s/decode_tok_s)
@@ -74,14 +82,18 @@ def pick(d, *keys):
             r = pick(v, *keys)
             if r is not None: return r
     return None
-print(f"\nQwen2.5-0.5B-shaped model, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens\n")
+n_runs = max(sum(1 for r in rows if r["side"] == "typellm" and r["weights"] == rows[0]["weights"]), 1)
+print(f"\nQwen2.5-0.5B-shaped model, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens, medians of {n_runs} runs\n")
 print("| weights | typellm prefill tok/s | llama.cpp prefill tok/s | ratio | typellm decode tok/s | llama.cpp decode tok/s | ratio |")
 print("|---|---:|---:|---:|---:|---:|---:|")
+import statistics
+def med(t, side, *keys):
+    v = [pick(r, *keys) for r in rows if r["weights"] == t and r["side"] == side]
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
 for t in dict.fromkeys(r["weights"] for r in rows):
-    a = next((r for r in rows if r["weights"] == t and r["side"] == "typellm"), {})
-    b = next((r for r in rows if r["weights"] == t and r["side"] == "llama.cpp"), {})
-    ap, bp = pick(a, "prefill_tok_s", "pp_tok_s"), pick(b, "prefill_tok_s")
-    ad, bd = pick(a, "decode_tok_s", "tg_tok_s"), pick(b, "decode_tok_s")
+    ap, bp = med(t, "typellm", "prefill_tok_s", "pp_tok_s"), med(t, "llama.cpp", "prefill_tok_s")
+    ad, bd = med(t, "typellm", "decode_tok_s", "tg_tok_s"), med(t, "llama.cpp", "decode_tok_s")
     f = lambda x: f"{x:.1f}" if x else "?"
     ratio = lambda x, y: f"{x / y:.2f}x" if x and y else "?"
     print(f"| {t} | {f(ap)} | {f(bp)} | {ratio(ap, bp)} | {f(ad)} | {f(bd)} | {ratio(ad, bd)} |")

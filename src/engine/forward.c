@@ -8,11 +8,13 @@
  * Matrix products go to tl_matmul; everything else is here, reducing in a
  * fixed order per token so results are batch- and thread-independent. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/attention.h"
 #include "engine/forward.h"
+#include "engine/vec_avx2.h"
 #include "util/error.h"
 
 void fwd_scratch_free(fwd_scratch *sc) {
@@ -70,6 +72,7 @@ typedef struct pass {
     float *u;     /* (n_tok, n_ff) up; also (n_tok, n_embd) matmul outputs */
     int64_t h_stride;
     float *hidden_out;
+    bool simd;    /* tl_engine_simd() */
 } pass;
 
 static void embed_rows(void *arg, int64_t b, int64_t e, int thread) {
@@ -138,9 +141,32 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
+#ifdef TL_ENGINE_AVX2
+/* g = g / (1 + e^-g) * u, 8 at a time (the exp of vec_avx2.h); the rest one by one */
+TL_AVX2 static void swiglu_avx2(float *g, const float *u, int64_t i, int64_t end) {
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; i + 8 <= end; i += 8) {
+        __m256 gv = _mm256_loadu_ps(g + i);
+        __m256 den = _mm256_add_ps(one, tl_exp8(_mm256_sub_ps(zero, gv)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, den), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < end; i++) {
+        __m256 den = _mm256_add_ps(one, tl_exp8(_mm256_set1_ps(-g[i])));
+        g[i] = g[i] / _mm256_cvtss_f32(den) * u[i];
+    }
+}
+#endif
+
 static void swiglu_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
     int64_t f = P->m->n_ff;
+#ifdef TL_ENGINE_AVX2
+    if (P->simd) { /* per row, so a value never depends on where a thread's slice starts */
+        for (int64_t t = b; t < e; t++)
+            swiglu_avx2(P->g, P->u, t * f, (t + 1) * f);
+        return;
+    }
+#endif
     for (int64_t i = b * f; i < e * f; i++) {
         float gv = P->g[i];
         P->g[i] = gv / (1.0f + expf(-gv)) * P->u[i];
@@ -211,7 +237,8 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
     for (int32_t t = 0; t < n_tok; t++)
         if (toks[t].id < 0 || toks[t].id >= m->n_vocab)
             return tl_error_set(err, TL_ERR_INVALID, "token id %d out of range [0, %d)", toks[t].id, m->n_vocab);
-    pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out};
+    pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out,
+              .simd = tl_engine_simd()};
     tl_status st = scratch_reserve(m, pool, sc, n_tok, &P, err);
     if (st != TL_OK)
         return st;
@@ -223,9 +250,10 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         const tl_layer_weights *w = &m->layers[l];
         P.layer = l;
         tl_pool_run(pool, n_tok, g_embd, attn_norm_rows, &P);
-        tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
-        tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
-        tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
+        /* q, k, v (and below gate, up) share one quantization of their input */
+        const tl_matrix *qkv[3] = {&w->wq, &w->wk, &w->wv};
+        float *qkv_out[3] = {P.q, P.k, P.v};
+        tl_matmul_multi(pool, qkv, 3, P.h, n_tok, qkv_out);
         tl_pool_run(pool, n_tok, g_embd, qk_prepare_rows, &P);
         /* attention output (n_tok, n_head * head_dim_v) goes into h */
         if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
@@ -233,8 +261,9 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
-        tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
-        tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+        const tl_matrix *gu[2] = {&w->w_gate, &w->w_up};
+        float *gu_out[2] = {P.g, P.u};
+        tl_matmul_multi(pool, gu, 2, P.h, n_tok, gu_out);
         tl_pool_run(pool, n_tok, g_ff, swiglu_rows, &P);
         tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
