@@ -47,12 +47,25 @@ typedef struct tl_backend_ops {
                                 tl_usage *usage, tl_error *err);
 } tl_backend_ops;
 
+/* HTTP requests a remote backend has made so far, by endpoint (all zero for
+ * local backends). A caller that runs one decision at a time on a backend
+ * gets that decision's round trips as the difference of two readings. */
+typedef struct tl_backend_requests {
+    int64_t tokenize, detokenize, generate, other;
+} tl_backend_requests;
+
 struct tl_backend {
     const tl_backend_ops *ops;
     const tl_vocab *vocab;      /* a local copy of the tokenizer when there is one, else NULL */
     int32_t n_vocab;
     const char *model_name;     /* what replies name as the model */
     const char *chat_template;  /* Jinja source, or NULL */
+    /* The model runs elsewhere and its server does not send its chat template
+     * (SGLang): chat rendering needs a template source given by the caller
+     * (--chat-template, or --tokenizer M.gguf carrying one); without one the
+     * decision layer refuses instead of silently changing the style. */
+    bool template_from_caller;
+    tl_backend_requests requests; /* remote backends: updated under their own lock */
     void *impl;
 };
 
@@ -68,7 +81,8 @@ tl_session *tl_backend_local_session(tl_backend *b);
 typedef struct tl_sglang_params {
     const char *base_url;
     const char *api_key;
-    const char *tokenizer_path;
+    const char *tokenizer_path; /* a GGUF of the same model: its tokenizer (used instead of /tokenize)
+                                   and chat template; needed for numbers and patterns under the automaton */
     double timeout_s;   /* per request; 0: 60 s */
     int max_retries;    /* on 429/5xx/connect failure; < 0: 3 */
 } tl_sglang_params;

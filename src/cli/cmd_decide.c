@@ -36,6 +36,8 @@ typedef struct decide_args {
     tl_decide_opts opts;
     /* Remote SGLang backend (server developer): --server URL [--api-key K] [--tokenizer M.gguf]. */
     const char *server, *api_key, *tokenizer;
+    double server_timeout; /* seconds per request; 0: the backend's default */
+    int server_retries;    /* -1: the backend's default */
 } decide_args;
 
 static void usage(FILE *f) {
@@ -57,7 +59,10 @@ static void usage(FILE *f) {
             "  --values-only        print only {\"field\": value, ...}\n"
             "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
             "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
-            "                       model's tokenizer for servers without /tokenize\n");
+            "                       model's tokenizer and chat template (tokenizes locally; needed for numbers\n"
+            "                       with multipleOf and patterns); SGLang sends no template, so a chat decision\n"
+            "                       needs --tokenizer or --chat-template; --server-timeout S per request (60),\n"
+            "                       --server-retries N on 429/5xx/timeouts/broken replies (3)\n");
 }
 
 static bool parse_double(const char *s, double *out) {
@@ -109,9 +114,24 @@ static bool set_values_only(decide_args *a, const char *v) { return (a->values_o
 static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
 static bool set_api_key(decide_args *a, const char *v) { return (a->api_key = v), true; }
 static bool set_tokenizer(decide_args *a, const char *v) { return (a->tokenizer = v), true; }
+static bool set_server_timeout(decide_args *a, const char *v) {
+    char *end = NULL;
+    double t = strtod(v, &end);
+    if (end == v || *end || !(t > 0 && t <= 86400))
+        return false;
+    a->server_timeout = t;
+    return true;
+}
+static bool set_server_retries(decide_args *a, const char *v) {
+    uint64_t n;
+    if (!parse_u64(v, &n) || n > 100)
+        return false;
+    a->server_retries = (int)n;
+    return true;
+}
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
     tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .max_retries = -1};
+                          .timeout_s = a->server_timeout, .max_retries = a->server_retries};
     return tl_backend_sglang_new(&p, b, err);
 }
 /* ---- end of --server ---- */
@@ -120,6 +140,8 @@ static const decide_option options[] = {
     {"--server", true, set_server},
     {"--api-key", true, set_api_key},
     {"--tokenizer", true, set_tokenizer},
+    {"--server-timeout", true, set_server_timeout},
+    {"--server-retries", true, set_server_retries},
     {"--model", true, set_model},
     {"--hf", true, set_hf},
     {"--schema", true, set_schema},
@@ -202,7 +224,7 @@ static tl_status resolve_model(const decide_args *a, char **path, tl_error *err)
 }
 
 int tl_cmd_decide(int argc, char **argv) {
-    decide_args a = {0};
+    decide_args a = {.server_retries = -1};
     int rc = parse_args(argc, argv, &a);
     if (rc) {
         usage(rc < 0 ? stdout : stderr);

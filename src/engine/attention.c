@@ -42,8 +42,8 @@ _Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vector
 #define TL_VECTOR_CLONES
 #endif
 
-tl_attn_params tl_attn_default(const tl_model *m) {
-    return (tl_attn_params){.scale = (float)(1.0 / sqrt((double)m->head_dim_k))};
+tl_attn_params tl_attn_default(const tl_model *m, int32_t layer) {
+    return (tl_attn_params){.scale = (float)(1.0 / sqrt((double)m->layers[layer].head_dim_k))};
 }
 
 void tl_attn_scratch_free(tl_attn_scratch *s) {
@@ -91,13 +91,14 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
     const tl_model *m = J->m;
     const kv_cache *c = J->c;
     const tl_attn_params *p = &J->p;
-    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
-    int32_t group = m->n_head / m->n_head_kv;
+    const tl_layer_weights *w = &m->layers[J->layer];
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v;
+    int32_t group = m->n_head / w->n_head_kv;
     float scale = p->scale, cap = p->softcap;
     float *scores = J->scores + (size_t)thread * J->score_stride;
     for (int64_t item = b; item < e; item++) {
-        int64_t t = item / m->n_head_kv;
-        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
+        int64_t t = item / w->n_head_kv;
+        int32_t g = (int32_t)(item % w->n_head_kv), h0 = g * group;
         const fwd_token *tk = &J->toks[t];
         const float *q = J->q + t * m->n_head * dk + h0 * dk;
         int32_t n_ctx = tk->pos + 1, lo = first_visible(p, tk->pos);
@@ -221,7 +222,8 @@ TL_AVX2 static void qk_rows(const float *kt, int64_t dk, const float *const *qa,
 TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
                             const float *const *pa, float *const *oa, int64_t i0, const int NA, const int NV) {
     const kv_cache *c = J->c;
-    int64_t dv = J->m->head_dim_v, kv_v = c->kv_v;
+    const tl_layer_weights *w = &J->m->layers[J->layer];
+    int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
     __m256 acc[PV_ROWS][4];
     for (int a = 0; a < NA; a++)
         for (int v = 0; v < NV; v++)
@@ -256,7 +258,7 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
 /* pv_tile over every dim of the head: 32 at a time, then 8, then one by one. */
 TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
                             const float *const *pa, float *const *oa, int na) {
-    int64_t dv = J->m->head_dim_v, i0 = 0;
+    int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
     if (j1 <= j0)
         return;
     while (i0 + 8 <= dv) {
@@ -282,16 +284,17 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
     attn_job *J = arg;
     const tl_model *m = J->m;
     const tl_attn_params *p = &J->p;
-    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
-    int32_t group = m->n_head / m->n_head_kv;
+    const tl_layer_weights *w = &m->layers[J->layer];
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v;
+    int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv;
     float *scores = J->scores + (size_t)thread * J->score_stride;
     const float *qa[TILE * 64];
     float *sa[TILE * 64], *oa[TILE * 64];
     int32_t lo_a[TILE * 64], hi_a[TILE * 64];
     float inv_a[TILE * 64];
     for (int64_t item = b; item < e; item++) {
-        int64_t k = item / m->n_head_kv;
-        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
+        int64_t k = item / n_kv;
+        int32_t g = (int32_t)(item % n_kv), h0 = g * group;
         int64_t tile = k % 2 ? J->n_tiles - 1 - k / 2 : k / 2;
         int32_t t0 = J->tiles[tile], t1 = J->tiles[tile + 1];
         const fwd_token *tk = &J->toks[t0];
@@ -415,12 +418,14 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     int32_t max_pos = 0;
     for (int32_t t = 0; t < n_tok; t++)
         max_pos = toks[t].pos > max_pos ? toks[t].pos : max_pos;
-    int32_t group = m->n_head / m->n_head_kv;
+    const tl_layer_weights *w = &m->layers[layer];
+    int32_t group = m->n_head / w->n_head_kv;
     size_t threads = (size_t)tl_pool_size(pool);
     attn_job J = {.m = m, .c = c, .layer = layer, .p = *p, .toks = toks, .q = q, .out = out,
                   .out_stride = out_stride};
     /* items per pool chunk: enough work (~8K floats) that waking a thread pays */
-    int64_t work = ((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v) * group;
+    int64_t span = p->window > 0 && p->window < max_pos + 1 ? p->window + TL_KV_BLOCK : (int64_t)max_pos + 1;
+    int64_t work = span * (w->head_dim_k + w->head_dim_v) * group;
     int64_t grain = 8192 / (work > 0 ? work : 1);
     grain = grain > 1 ? grain : 1;
     tl_status st;
@@ -438,7 +443,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
         sc->tiles[n] = n_tok;
         J.tiles = sc->tiles, J.n_tiles = n, J.scores = sc->buf;
         grain = grain / TILE > 1 ? grain / TILE : 1;
-        tl_pool_run(pool, (int64_t)n * m->n_head_kv, grain, attention_tiles, &J);
+        tl_pool_run(pool, (int64_t)n * w->n_head_kv, grain, attention_tiles, &J);
         return TL_OK;
     }
 #endif
@@ -447,6 +452,6 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     if ((st = reserve(sc, J.score_stride * threads, 0, err)) != TL_OK)
         return st;
     J.scores = sc->buf;
-    tl_pool_run(pool, (int64_t)n_tok * m->n_head_kv, grain, attention_items, &J);
+    tl_pool_run(pool, (int64_t)n_tok * w->n_head_kv, grain, attention_items, &J);
     return TL_OK;
 }

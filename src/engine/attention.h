@@ -26,8 +26,8 @@ typedef struct tl_attn_params {
                            denominator without a value row (gpt-oss attention sinks) */
 } tl_attn_params;
 
-/* scale = 1/sqrt(head_dim_k), everything else off. */
-tl_attn_params tl_attn_default(const tl_model *m);
+/* scale = 1/sqrt(the layer's head_dim_k), everything else off. */
+tl_attn_params tl_attn_default(const tl_model *m, int32_t layer);
 
 /* Per-session working memory of tl_attention, grown on demand. */
 typedef struct tl_attn_scratch {

@@ -27,6 +27,7 @@ static float urand(void) { /* uniform in [-1, 1) */
 
 typedef struct setup {
     tl_model m;
+    tl_layer_weights layer; /* the one layer: its attention shape */
     kv_cache c;
     kv_seq sa, sb;
     fwd_token toks[N_TOK];
@@ -36,8 +37,8 @@ typedef struct setup {
 
 /* Random K/V rows for positions [from, n) of seq s. */
 static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
-    const tl_model *m = &S->m;
-    int64_t dk = m->head_dim_k, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
+    const tl_layer_weights *w = &S->layer;
+    int64_t nk = (int64_t)w->n_head_kv * w->head_dim_k, nv = (int64_t)w->n_head_kv * w->head_dim_v;
     for (int32_t p = from; p < n; p++) {
         const kv_node *nd = s->path[p / TL_KV_BLOCK];
         float *kt = kv_k_block(&S->c, nd, 0), *v = kv_v_row(&S->c, nd, 0, p % TL_KV_BLOCK);
@@ -45,7 +46,6 @@ static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
             kt[i * TL_KV_BLOCK + p % TL_KV_BLOCK] = urand();
         for (int64_t i = 0; i < nv; i++)
             v[i] = urand();
-        (void)dk;
     }
 }
 
@@ -56,6 +56,14 @@ static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, 
     S->m.n_head_kv = n_head_kv;
     S->m.head_dim_k = dk;
     S->m.head_dim_v = dv;
+    S->layer.n_head_kv = n_head_kv;
+    S->layer.head_dim_k = dk;
+    S->layer.head_dim_v = dv;
+    S->layer.kv_off = 0;
+    S->m.layers = &S->layer;
+    S->m.kv_floats = (int64_t)n_head_kv * (dk + dv);
+    S->m.max_kv_k = (int64_t)n_head_kv * dk;
+    S->m.max_kv_v = (int64_t)n_head_kv * dv;
     kv_cache_init(&S->c, &S->m, 0);
     int32_t ids_a[N_A], ids_b[N_B];
     for (int i = 0; i < N_B; i++) {
@@ -178,7 +186,7 @@ static void check_shape(int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t d
             fprintf(stderr, "test_attention: this CPU has no %s path: skipped\n", isas[i]);
             continue;
         }
-        tl_attn_params p = tl_attn_default(&S.m);
+        tl_attn_params p = tl_attn_default(&S.m, 0);
         check_params(&S, isas[i], "causal", &p);
         p.window = 20;
         check_params(&S, isas[i], "window 20", &p);
