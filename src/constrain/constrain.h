@@ -65,7 +65,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "typellm.h"
+#include "typellm/common.h"
 #include "util/strbuf.h"
 
 /* ===== number specs ===================================================== */

@@ -1,4 +1,4 @@
-/* decide.c: tl_decide: schema -> labels -> plan -> render -> score -> values.
+/* decide.c: the decision core: schema -> labels -> plan -> render -> score -> values.
  *
  * The type guarantee lives here: a field's value is always one of its
  * declared values, because the only tokens ever read are the field's labels
@@ -172,14 +172,6 @@ static tl_status chat_terminator_ids(decide_run *r, int32_t term_ids[2], size_t 
     return TL_OK;
 }
 
-static void usage_add(tl_usage *to, const tl_usage *u) {
-    to->prompt_tokens += u->prompt_tokens;
-    to->cached_tokens += u->cached_tokens;
-    to->computed_tokens += u->computed_tokens;
-    to->forward_passes += u->forward_passes;
-    to->output_tokens += u->output_tokens;
-}
-
 /* The open choice of field fi was picked after the question in branch: the
  * label and the lead are appended to a copy, then the model writes the value
  * unconstrained (tl_freetext_generate) until the closing quote (record) or
@@ -219,7 +211,7 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     if (!st && (st = tl_freetext_generate(r->b, seq.ids, seq.n, &fp, &fr, err)))
         tl_error_wrap(err, "decide: %s", f->path);
     if (!st) {
-        usage_add(&r->usage, &fr.usage);
+        tl_usage_add(&r->usage, &fr.usage);
         /* blank space around the value is layout, not value (" mobile app\n") */
         const char *v = fr.value ? fr.value : "";
         size_t len = fr.value ? fr.value_len : 0;
@@ -526,6 +518,13 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     }
     json_object_set_new(fj, "probabilities", probs);
     json_object_set_new(fj, "candidates", cands);
+    if (o->decided) {
+        /* label_mass: full-vocabulary probability on the declared labels (decide.h) */
+        double mass = 0;
+        for (size_t i = 0; i < tl_dfield_n_choices(f); i++)
+            mass += exp(o->logprobs[i]);
+        json_object_set_new(fj, "label_mass", json_real(mass));
+    }
     json_object_set_new(fj, "abstained", json_boolean(o->abstained));
     if (o->given)
         json_object_set_new(fj, "given", json_true());
@@ -695,10 +694,14 @@ tl_status tl_decide_check_schema(const json_t *schema, tl_error *err) {
     return st;
 }
 
-tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
-                          const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                        const json_t *given, const tl_decide_opts *opts, json_t **result, tl_decision **decision,
+                        tl_error *err) {
     static const tl_decide_opts defaults = {0};
-    *result = NULL;
+    if (result)
+        *result = NULL;
+    if (decision)
+        *decision = NULL;
     if (!b || !schema || (!context && context_len))
         return tl_error_set(err, TL_ERR_INVALID, "decide: missing backend, schema or context");
     if (!opts)
@@ -766,8 +769,14 @@ tl_status tl_decide_given(tl_backend *b, const char *context, size_t context_len
         st = run_wave(r, &base, plan.order + plan.wave_start[w], plan.wave_start[w + 1] - plan.wave_start[w], w, err);
         t_score += tl_now_s() - ts;
     }
+    json_t *res = NULL;
     if (!st)
-        st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, result, err);
+        st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, &res, err);
+    if (!st && decision)
+        st = tl_decision_wrap(res, r->schema, decision, err); /* takes its own reference */
+    if (!st && result)
+        *result = json_incref(res);
+    json_decref(res);
 out:
     if (r->out)
         for (size_t i = 0; i < r->schema->n_fields; i++) {
@@ -788,7 +797,12 @@ out:
     return st;
 }
 
-tl_status tl_decide(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
-                    const tl_decide_opts *opts, json_t **result, tl_error *err) {
-    return tl_decide_given(b, context, context_len, schema, NULL, opts, result, err);
+tl_status tl_decide_given_json(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                               const json_t *given, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    return tl_decide_run(b, context, context_len, schema, given, opts, result, NULL, err);
+}
+
+tl_status tl_decide_json(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
+                         const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    return tl_decide_run(b, context, context_len, schema, NULL, opts, result, NULL, err);
 }

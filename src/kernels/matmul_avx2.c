@@ -219,6 +219,7 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
 }
 
 TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
+    if (t == TL_TYPE_MXFP4) { tl_unpack_mxfp4_avx2(src, n, code, ws); return; }
     int64_t nb = n / QK32;
     row_scales(t, src, nb, ws, wm);
     for (int64_t b = 0; b < nb; b++) _mm256_storeu_si256((__m256i *)(code + 32 * b), codes_block(t, src, b));
@@ -454,8 +455,8 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
 
 /* ---- activations ---------------------------------------------------------------
  * tl_act_quantize_rows with 8-lane steps: the same bytes and floats as the
- * portable one (max of |x| is order-free and skips NaN like fmaxf does; the
- * convert rounds to nearest even like rintf; NaN codes are 0). */
+ * portable one (max of |x| is order-free and skips NaN like fmaxf does;
+ * codes round half away from zero like roundf; NaN codes are 0). */
 TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int64_t t1) {
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 hi = _mm256_set1_ps(127.f), lo = _mm256_set1_ps(-127.f);
@@ -476,11 +477,16 @@ TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int
             float id = d != 0 ? 1.0f / d : 0;
             __m256 idv = _mm256_set1_ps(id);
             __m256i c[4];
+            const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
             for (int k = 0; k < 4; k++) {
                 __m256 s = _mm256_mul_ps(v[k], idv);
                 __m256 ok = _mm256_cmp_ps(s, s, _CMP_ORD_Q);
                 s = _mm256_and_ps(_mm256_min_ps(_mm256_max_ps(s, lo), hi), ok);
-                c[k] = _mm256_cvtps_epi32(s);
+                /* roundf: half away from zero (s - trunc(s) is exact) */
+                __m256 tr = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                __m256 away = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(s, tr), absmask), half, _CMP_GE_OQ);
+                __m256 step = _mm256_or_ps(_mm256_andnot_ps(absmask, s), one); /* +-1 with the sign of s */
+                c[k] = _mm256_cvtps_epi32(_mm256_add_ps(tr, _mm256_and_ps(away, step)));
             }
             /* int32 -> int8 in element order (packs interleave 128-bit lanes) */
             __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
@@ -491,6 +497,7 @@ TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int
             __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            d = tl_half_to_f32(tl_f32_to_half(d)); /* the block keeps its scale as binary16 */
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)_mm_cvtsi128_si32(s4);
         }

@@ -1,5 +1,5 @@
 /* server_internal.h: what the server's files share: the server struct, the
- * scheduler that owns the model session, reply helpers for the two error
+ * shared backend that runs the model, reply helpers for the two error
  * dialects (SGLang's {"error":{...}} and FastAPI/System One's {"detail":...}),
  * and the socket-free request parsers the fuzz targets drive. */
 #ifndef TL_SERVER_INTERNAL_H
@@ -9,50 +9,37 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "typellm/backend.h"
+#include "typellm/decide.h"
 #include "server/server.h"
 
-/* ---- scheduler (scheduler.c) --------------------------------------------- */
+/* The model runs behind the library's shared batching backend
+ * (tl_backend_shared_new): request threads call it at once, and it merges
+ * their forward passes over one prefix cache. Each request's deadline and
+ * cancellation are a tl_call_limits (server_wait_for). */
+typedef tl_call_limits sched_wait;
 
-typedef struct tl_scheduler tl_scheduler;
+/* Batched evaluation / prompt logits on the shared backend under w. */
+tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+tl_status server_eval_last(tl_server *s, const sched_wait *w, const int32_t *ids, size_t n, size_t k_last,
+                           float *logits, tl_usage *usage, tl_error *err);
 
-typedef enum sched_job_kind {
-    SCHED_EVAL,      /* seqs[0..k): next-position logits / candidate logprobs */
-    SCHED_EVAL_LAST, /* seqs[0]: logits at the last k_last positions (prompt logprobs) */
-    SCHED_FLUSH      /* drop the prefix cache */
-} sched_job_kind;
+/* ---- connection deadlines (conn_guard.c) ----------------------------------- */
 
-/* Cancellation and deadline of the request a job belongs to. */
-typedef struct sched_wait {
-    double deadline_s;                 /* tl_now_s() value; 0: none */
-    bool (*client_gone)(void *ctx);
-    void *client_ctx;
-} sched_wait;
-
-tl_status tl_scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler **out, tl_error *err);
-void tl_scheduler_free(tl_scheduler *s); /* stops the thread; queued jobs get TL_ERR_CANCELLED */
-/* Runs seqs through the session together with whatever other requests are
- * waiting; blocks until done, the deadline passes or the client goes.
- * usage (optional) receives this request's share. */
-tl_status tl_scheduler_eval(tl_scheduler *s, tl_seq *seqs, size_t k, const sched_wait *w, tl_usage *usage,
-                            tl_error *err);
-/* logits: k_last x n_vocab floats at the last k_last positions of ids. */
-tl_status tl_scheduler_eval_last(tl_scheduler *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
-                                 const sched_wait *w, tl_usage *usage, tl_error *err);
-tl_status tl_scheduler_flush(tl_scheduler *s, tl_error *err);
-/* Batched evaluations run so far (tests check that requests were merged). */
-size_t tl_scheduler_batches_run(const tl_scheduler *s);
-
-/* A tl_backend whose scoring goes through the scheduler (so tl_decide calls
- * from many request threads are batched together). One per request: it
- * carries that request's deadline and cancellation. */
-typedef struct sched_backend_impl {
-    tl_scheduler *sched;
-    const tl_model *model;
-    sched_wait wait;
-} sched_backend_impl;
-void tl_sched_backend_init(tl_backend *b, sched_backend_impl *impl, tl_scheduler *sched, const tl_model *model,
-                           const sched_wait *w);
+typedef struct conn_guard conn_guard;
+typedef struct conn_entry conn_entry;
+/* header_s: longest wait for a request's headers (idle keep-alive included);
+ * body_s: longest upload of a body. */
+conn_guard *conn_guard_new(double header_s, double body_s);
+void conn_guard_free(conn_guard *g);
+conn_entry *conn_guard_open(conn_guard *g, int fd); /* a connection starts (waiting for headers) */
+void conn_guard_close(conn_guard *g, conn_entry *e);
+void conn_guard_body(conn_guard *g, conn_entry *e);      /* headers in, body arriving */
+void conn_guard_answering(conn_guard *g, conn_entry *e); /* request complete: no deadline here */
+void conn_guard_idle(conn_guard *g, conn_entry *e);      /* reply sent: waiting for the next headers */
+size_t conn_guard_cut(conn_guard *g);                    /* connections shut down so far */
+/* CLOCK_REALTIME now + ms (for pthread_cond_timedwait). */
+struct timespec realtime_in_ms(long ms);
 
 /* ---- the server ---------------------------------------------------------- */
 
@@ -64,8 +51,7 @@ struct tl_server {
     const tl_vocab *vocab;
     int32_t n_vocab;
     int32_t n_ctx;
-    tl_session *session;
-    tl_scheduler *sched;
+    tl_backend *shared;         /* tl_backend_shared_new: the one session, merged batches */
     struct MHD_Daemon *daemon;
     int port;
     pthread_mutex_t mu;
@@ -76,6 +62,9 @@ struct tl_server {
     double started_s;
     time_t started_wall;        /* /v1/models "created" */
     int od_max_questions;       /* /v1/decisions questions per request */
+    conn_guard *guard;
+    bool draining;              /* SIGTERM: finishing running requests, refusing new ones with 503 */
+    int requests_open;          /* HTTP requests between their first byte handled and their reply sent */
     size_t max_token_bytes;     /* longest token's text (bytes): token-count lower bounds */
 };
 
@@ -304,6 +293,9 @@ void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* The chat (chat = true) or completions request parser alone, through the
+ * /generate request it becomes (fuzzing): false with *f filled on bad input. */
+bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);
 void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 
 /* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
@@ -312,11 +304,14 @@ void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply 
  * does not tokenize, so an oversized text costs no tokenizer memory. */
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
 
-/* tl_decide through the scheduler under the request's deadline and
- * cancellation (decide_api.c): what every decision endpoint runs. */
-struct tl_decide_opts;
+/* tl_decide through the shared backend under the request's deadline and
+ * cancellation (decide_api.c): what every decision endpoint runs. The result
+ * is the decision's JSON document (tl_decision_to_json). */
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
-                        const json_t *schema, const struct tl_decide_opts *opts, json_t **result, tl_error *err);
+                        const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err);
+
+/* The schema checks tl_decide makes before it needs the model (early 4xx). */
+tl_status server_check_schema(const json_t *schema, tl_error *err);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);

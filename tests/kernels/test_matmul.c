@@ -221,7 +221,7 @@ static void check_act_quantize(void) {
     for (int i = 0; i < T * NI; i++) X[i] = rnd_uniform() * (i % 13 == 0 ? 100.f : 1.f);
     for (int i = 0; i < 32; i++) X[i] = 0;                      /* an all-zero block */
     X[40] = INFINITY; X[70] = -INFINITY; X[100] = NAN;          /* specials */
-    for (int i = 128; i < 160; i++) X[i] = (float)(i - 144) * 0.5f; /* halves: ties to even */
+    for (int i = 128; i < 160; i++) X[i] = (float)(i - 144) * 0.5f; /* halves: ties away from zero */
     int8_t q0[T * NI], q1[T * NI];
     float d0[T * NB], d1[T * NB], s0[T * NB], s1[T * NB];
     tl_act a0 = {T, NI, NB, q0, d0, s0}, a1 = {T, NI, NB, q1, d1, s1};
@@ -264,7 +264,7 @@ int main(void) {
 
     static const tl_ggml_type types[] = {TL_TYPE_F32, TL_TYPE_F16, TL_TYPE_BF16, TL_TYPE_Q8_0,
                                          TL_TYPE_Q4_0, TL_TYPE_Q4_1, TL_TYPE_Q5_0, TL_TYPE_Q5_1,
-                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K};
+                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K, TL_TYPE_MXFP4};
     enum { NT = sizeof types / sizeof types[0] };
     float *X = malloc(sizeof(float) * MAX_TOK * MAX_IN);
     for (int i = 0; i < MAX_TOK * MAX_IN; i++) X[i] = rnd_uniform() * (i % 97 == 0 ? 8.f : 1.f);

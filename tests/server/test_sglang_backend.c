@@ -68,7 +68,7 @@ typedef struct decider {
 static void *decide_main(void *arg) {
     decider *d = arg;
     tl_decide_opts o = {.mode = "batch", .chat_template = "chatml"};
-    d->status = tl_decide(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
+    d->status = tl_decide_json(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
     return NULL;
 }
 
@@ -123,11 +123,11 @@ int main(void) {
         tl_decide_opts o = {.mode = "batch"};
         json_t *res = NULL;
         int64_t gen0 = remote->requests.generate;
-        CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), schema0, &o, &res, &err) == TL_ERR_INVALID);
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema0, &o, &res, &err) == TL_ERR_INVALID);
         CHECKF(strstr(err.msg, "--chat-template") && strstr(err.msg, "--tokenizer"), "message: %s", err.msg);
         CHECK(remote->requests.generate == gen0);
         tl_decide_opts rec = {.mode = "batch", .style = "record"};
-        CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), schema0, &rec, &res, &err) == TL_OK);
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema0, &rec, &res, &err) == TL_OK);
         json_decref(res);
     }
     json_decref(schema0);
@@ -137,13 +137,13 @@ int main(void) {
     for (int i = 0; i < 3 && remote && remote_tok; i++) {
         tl_decide_opts o = {.mode = modes[i]}, oc = {.mode = modes[i], .chat_template = "chatml"};
         json_t *lr = NULL, *rr = NULL, *rr2 = NULL, *rt = NULL;
-        CHECK(tl_decide(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
-        tl_status st = tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr, &err);
+        CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
+        tl_status st = tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr, &err);
         CHECKF(st == TL_OK, "%s: remote decide: %s", modes[i], err.msg);
         if (lr && rr)
             compare(lr, rr, modes[i], 1e-4);
         /* Again: the server's prefix cache now holds all of it. */
-        CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr2, &err) == TL_OK);
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr2, &err) == TL_OK);
         if (rr2) {
             json_t *u = json_object_get(rr2, "usage");
             json_int_t prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
@@ -155,7 +155,7 @@ int main(void) {
                 CHECKF(c1 > 0, "sequential: later decisions reuse earlier ones (cached %lld)", (long long)c1);
             }
         }
-        CHECK(tl_decide(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
+        CHECK(tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
         if (lr && rt)
             compare(lr, rt, "with --tokenizer", 1e-4);
         if (rt) { /* the local tokenizer answers every tokenize: no round trip for it */
@@ -186,8 +186,8 @@ int main(void) {
             const char *md = t % 2 ? "sequential" : "batch";
             tl_decide_opts o = {.mode = md, .temperature = t < 2 ? 0.0 : 1.0, .seed = (uint64_t)(7 + t)};
             json_t *lr = NULL, *rr = NULL;
-            CHECK(tl_decide(local, CONTEXT, strlen(CONTEXT), ns, &o, &lr, &err) == TL_OK);
-            tl_status st = tl_decide(remote_tok, CONTEXT, strlen(CONTEXT), ns, &o, &rr, &err);
+            CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), ns, &o, &lr, &err) == TL_OK);
+            tl_status st = tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), ns, &o, &rr, &err);
             CHECKF(st == TL_OK, "numbers remote (%s, T=%g): %s", md, o.temperature, err.msg);
             if (lr && rr) {
                 compare(lr, rr, "numbers", 1e-4);
@@ -214,10 +214,42 @@ int main(void) {
         json_t *res = NULL;
         tl_decide_opts o = {.mode = "batch", .style = "record"};
         if (remote && ns) {
-            CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), ns, &o, &res, &err) == TL_ERR_UNSUPPORTED);
+            CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), ns, &o, &res, &err) == TL_ERR_UNSUPPORTED);
             CHECKF(strstr(err.msg, "--tokenizer") && strstr(err.msg, "sevens"), "message: %s", err.msg);
         }
         json_decref(ns);
+    }
+
+    /* Open free text: the server generates under the JSON-string-body regex
+     * and the client replays the reply as the local loop runs (closing, or
+     * cutting at maxLength), so at T=0 the value equals the local one. */
+    if (remote_tok) {
+        const char *prompts[4] = {"note=\"", "Ticket #4471 summary: \"", "The customer wrote: \"", "x=\"\""};
+        int closed_compared = 0;
+        for (int k = 0; k < 4; k++) {
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK(tl_backend_tokenize(local, prompts[k], strlen(prompts[k]), true, false, &ids, &n, &err) == TL_OK);
+            for (int ml = 4; ml <= 24; ml += 10) {
+                tl_freetext_params fp = {.terminator = "\"", .json_escapes = true, .max_chars = (size_t)ml};
+                tl_freetext_result lr, rr;
+                CHECK(tl_freetext_generate(local, ids, n, &fp, &lr, &err) == TL_OK);
+                tl_status st = tl_freetext_generate(remote_tok, ids, n, &fp, &rr, &err);
+                CHECKF(st == TL_OK, "remote free text: %s", err.msg);
+                if (st == TL_OK) {
+                    {
+                        closed_compared += !lr.truncated;
+                        CHECKF(lr.value_len == rr.value_len && !memcmp(lr.value, rr.value, lr.value_len),
+                               "free text (max %d): local '%s' remote '%s'", ml, lr.value, rr.value);
+                    }
+                    CHECK(rr.n_chars <= (size_t)ml);
+                }
+                tl_freetext_result_free(&lr);
+                tl_freetext_result_free(&rr);
+            }
+            free(ids);
+        }
+        fprintf(stderr, "free text: 8 values compared with local, %d closed by the model\n", closed_compared);
     }
 
     /* Numbers through regex. */
