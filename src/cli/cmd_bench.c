@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "kernels/kernels.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: typellm bench --model M [-p 512] [-n 128] [--threads N] [-r REPS] [--json]\n"

@@ -3,24 +3,12 @@
  * Options live in one table-driven parser so new ones (--server URL for a
  * remote backend) are one entry each. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "decide/decide.h"
-#include "engine/engine.h"
-#include "util/error.h"
-#include "util/fileio.h"
-
-#if defined(__has_include)
-#if __has_include("backend/download.h")
-#include "backend/download.h"
-#define TL_HAVE_MODEL_RESOLVE 1
-#endif
-#endif
 
 #define MAX_CONTEXT_BYTES ((size_t)64 << 20)
 #define MAX_SCHEMA_BYTES ((size_t)16 << 20)
@@ -36,6 +24,8 @@ typedef struct decide_args {
     tl_decide_opts opts;
     /* Remote SGLang backend (server developer): --server URL [--api-key K] [--tokenizer M.gguf]. */
     const char *server, *api_key, *tokenizer;
+    double server_timeout; /* seconds per request; 0: the backend's default */
+    int server_retries;    /* -1: the backend's default */
 } decide_args;
 
 static void usage(FILE *f) {
@@ -57,7 +47,10 @@ static void usage(FILE *f) {
             "  --values-only        print only {\"field\": value, ...}\n"
             "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
             "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
-            "                       model's tokenizer for servers without /tokenize\n");
+            "                       model's tokenizer and chat template (tokenizes locally; needed for numbers\n"
+            "                       with multipleOf and patterns); SGLang sends no template, so a chat decision\n"
+            "                       needs --tokenizer or --chat-template; --server-timeout S per request (60),\n"
+            "                       --server-retries N on 429/5xx/timeouts/broken replies (3)\n");
 }
 
 static bool parse_double(const char *s, double *out) {
@@ -109,9 +102,24 @@ static bool set_values_only(decide_args *a, const char *v) { return (a->values_o
 static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
 static bool set_api_key(decide_args *a, const char *v) { return (a->api_key = v), true; }
 static bool set_tokenizer(decide_args *a, const char *v) { return (a->tokenizer = v), true; }
+static bool set_server_timeout(decide_args *a, const char *v) {
+    char *end = NULL;
+    double t = strtod(v, &end);
+    if (end == v || *end || !(t > 0 && t <= 86400))
+        return false;
+    a->server_timeout = t;
+    return true;
+}
+static bool set_server_retries(decide_args *a, const char *v) {
+    uint64_t n;
+    if (!parse_u64(v, &n) || n > 100)
+        return false;
+    a->server_retries = (int)n;
+    return true;
+}
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
     tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .max_retries = -1};
+                          .timeout_s = a->server_timeout, .max_retries = a->server_retries};
     return tl_backend_sglang_new(&p, b, err);
 }
 /* ---- end of --server ---- */
@@ -120,6 +128,8 @@ static const decide_option options[] = {
     {"--server", true, set_server},
     {"--api-key", true, set_api_key},
     {"--tokenizer", true, set_tokenizer},
+    {"--server-timeout", true, set_server_timeout},
+    {"--server-retries", true, set_server_retries},
     {"--model", true, set_model},
     {"--hf", true, set_hf},
     {"--schema", true, set_schema},
@@ -173,49 +183,38 @@ static int parse_args(int argc, char **argv, decide_args *a) {
     return 0;
 }
 
-static tl_status load_schema(const char *path, json_t **out, tl_error *err) {
+static tl_status load_schema(const char *path, tl_schema **out, tl_error *err) {
     char *data;
     size_t len;
     tl_status st = tl_read_file(path, MAX_SCHEMA_BYTES, &data, &len, err);
     if (st)
         return st;
-    json_error_t je;
-    *out = json_loadb(data, len, 0, &je);
-    free(data);
-    if (!*out)
-        return tl_error_set(err, TL_ERR_SCHEMA, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
-    return TL_OK;
-}
-
-static tl_status resolve_model(const decide_args *a, char **path, tl_error *err) {
-#ifdef TL_HAVE_MODEL_RESOLVE
-    return tl_model_resolve(a->model, a->hf, path, err);
-#else
-    const char *p = a->model ? a->model : getenv("TYPELLM_MODEL");
-    if (!p || !*p)
-        return tl_error_set(err, TL_ERR_INVALID, "no model: pass --model PATH or set TYPELLM_MODEL");
-    if (a->hf && !a->model)
-        return tl_error_set(err, TL_ERR_UNSUPPORTED, "--hf needs the download support this build lacks");
-    *path = strdup(p);
-    return *path ? TL_OK : tl_error_set(err, TL_ERR_NOMEM, "out of memory");
-#endif
+    st = tl_schema_parse(data, len, out, err);
+    tl_free(data);
+    if (st == TL_ERR_SCHEMA && strstr(err->msg, ": invalid JSON: ")) {
+        char msg[sizeof err->msg];
+        memcpy(msg, err->msg, sizeof msg);
+        tl_error_set(err, st, "%s:%s", path, msg); /* "S.json:3:7: invalid JSON: ..." */
+    }
+    return st;
 }
 
 int tl_cmd_decide(int argc, char **argv) {
-    decide_args a = {0};
+    decide_args a = {.server_retries = -1};
     int rc = parse_args(argc, argv, &a);
     if (rc) {
         usage(rc < 0 ? stdout : stderr);
         return rc < 0 ? 0 : 2;
     }
     tl_error err = {0};
-    json_t *schema = NULL, *result = NULL;
+    tl_schema *schema = NULL;
+    tl_decision *result = NULL;
     char *context = NULL, *model_path = NULL;
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
     tl_status st = load_schema(a.schema_path, &schema, &err);
-    if (!st && !(st = tl_decide_check_schema(schema, &err))) {
+    if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);
             context = strdup(a.context_text);
@@ -228,7 +227,7 @@ int tl_cmd_decide(int argc, char **argv) {
     if (!st && a.server) /* --server: remote backend, no local model */
         st = sglang_backend(&a, &b, &err);
     if (!st && !b)
-        st = resolve_model(&a, &model_path, &err);
+        st = tl_model_resolve(a.model, a.hf, &model_path, &err);
     if (!st && !b)
         st = tl_model_load(model_path, &model, &err);
     if (!st && !b) {
@@ -238,21 +237,18 @@ int tl_cmd_decide(int argc, char **argv) {
     if (!st)
         st = tl_decide(b, context, context_len, schema, &a.opts, &result, &err);
     if (!st) {
-        json_t *shown = a.values_only ? json_object_get(result, "values") : result;
-        /* 17 significant digits: a generated number (e.g. 444444444444.0) must
-         * print exactly; 10 digits rounded it. */
-        char *text = json_dumps(shown, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        char *text = tl_decision_to_json(result, TL_JSON_INDENT | (a.values_only ? TL_JSON_VALUES_ONLY : 0));
         if (text) {
             puts(text);
-            free(text);
+            tl_free(text);
         } else {
             st = tl_error_set(&err, TL_ERR_NOMEM, "out of memory");
         }
     }
     if (st)
         fprintf(stderr, "typellm decide: %s\n", err.msg);
-    json_decref(result);
-    json_decref(schema);
+    tl_decision_free(result);
+    tl_schema_free(schema);
     tl_backend_free(b);
     tl_model_free(model);
     free(model_path);

@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tok/vocab.h"
-#include "util/strbuf.h"
+#include "typellm/typellm.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: typellm detokenize --model M.gguf --ids \"1 2 3\" [--special] [--keep-space]\n"

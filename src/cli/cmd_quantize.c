@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernels/quantize_model.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: typellm quantize IN.gguf OUT.gguf TYPE [--threads N]\n  TYPE: %s\n", tl_quantize_type_names());

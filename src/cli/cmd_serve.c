@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/download.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "server/server.h"
 
 static void serve_usage(FILE *f) {
     fprintf(f,

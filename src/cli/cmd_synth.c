@@ -9,13 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aeon/aeon.h"
-#include "aeon/oracle.h"
-#include "aeon/sampler.h"
-#include "backend/backend.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "util/fileio.h"
 
 static void synth_usage(FILE *f) {
     fprintf(f,

@@ -7,12 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "gguf/gguf.h"
-#include "template/template.h"
-#include "tok/vocab.h"
-#include "util/fileio.h"
-#include "util/strbuf.h"
 
 #define MAX_FILE_BYTES ((size_t)64 << 20)
 #define MAX_VARS 64
@@ -96,7 +92,7 @@ int tl_cmd_template(int argc, char **argv) {
     bool gen = false;
     json_t *vars = json_object();
     int rc = 2;
-    char *tpl = NULL, *bos = NULL, *eos = NULL;
+    char *tpl = NULL, *bos = NULL, *eos = NULL, *msgs_text = NULL, *tools_text = NULL, *vars_text = NULL;
     json_t *messages = NULL, *tools = NULL;
     tl_template *t = NULL;
     tl_strbuf out = TL_STRBUF_INIT;
@@ -171,13 +167,20 @@ int tl_cmd_template(int argc, char **argv) {
         fprintf(stderr, "typellm template: %s: %s\n", model ? model : tpl_path, err.msg);
         goto out;
     }
-    tl_chat_request req = {.messages = messages,
-                           .add_generation_prompt = gen,
-                           .bos_token = bos_arg ? bos_arg : bos,
-                           .eos_token = eos_arg ? eos_arg : eos,
-                           .tools = tools,
-                           .vars = vars};
-    if (tl_chat_render(t, &req, NULL, &out, &err) != TL_OK) {
+    msgs_text = json_dumps(messages, JSON_COMPACT | JSON_ENCODE_ANY);
+    tools_text = tools ? json_dumps(tools, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    vars_text = json_dumps(vars, JSON_COMPACT);
+    if (!msgs_text || !vars_text || (tools && !tools_text)) {
+        fprintf(stderr, "typellm template: out of memory\n");
+        goto out;
+    }
+    tl_chat_text_request req = {.messages_json = msgs_text,
+                                .add_generation_prompt = gen,
+                                .bos_token = bos_arg ? bos_arg : bos,
+                                .eos_token = eos_arg ? eos_arg : eos,
+                                .tools_json = tools_text,
+                                .vars_json = vars_text};
+    if (tl_template_render_chat(t, &req, NULL, &out, &err) != TL_OK) {
         fprintf(stderr, "typellm template: %s\n", err.msg);
         goto out;
     }
@@ -195,5 +198,8 @@ out:
     free(tpl);
     free(bos);
     free(eos);
+    free(msgs_text);
+    free(tools_text);
+    free(vars_text);
     return rc;
 }

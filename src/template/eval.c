@@ -1024,3 +1024,41 @@ tl_status tl_chat_render(const tl_template *t, const tl_chat_request *req, const
     json_decref(vars);
     return st;
 }
+
+/* JSON text -> value, with the position of a syntax error */
+static tl_status load_json_text(const char *what, const char *text, json_t **out, tl_error *err) {
+    *out = NULL;
+    if (!text)
+        return TL_OK;
+    json_error_t je;
+    *out = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!*out)
+        return tl_error_set(err, TL_ERR_INVALID, "chat template: %s: JSON %d:%d: %s", what, je.line, je.column,
+                            je.text);
+    return TL_OK;
+}
+
+tl_status tl_template_render_chat(const tl_template *t, const tl_chat_text_request *req, const tl_template_opts *opts,
+                                  tl_strbuf *out, tl_error *err) {
+    json_t *msgs = NULL, *tools = NULL, *vars = NULL;
+    tl_status st = load_json_text("messages", req->messages_json, &msgs, err);
+    if (!st)
+        st = load_json_text("tools", req->tools_json, &tools, err);
+    if (!st)
+        st = load_json_text("vars", req->vars_json, &vars, err);
+    if (!st && vars && !json_is_object(vars))
+        st = tl_error_set(err, TL_ERR_INVALID, "chat template: vars must be a JSON object");
+    if (!st) {
+        tl_chat_request r = {.messages = msgs,
+                             .add_generation_prompt = req->add_generation_prompt,
+                             .bos_token = req->bos_token,
+                             .eos_token = req->eos_token,
+                             .tools = json_is_null(tools) ? NULL : tools,
+                             .vars = vars};
+        st = tl_chat_render(t, &r, opts, out, err);
+    }
+    json_decref(msgs);
+    json_decref(tools);
+    json_decref(vars);
+    return st;
+}

@@ -1,4 +1,9 @@
-/* template.h: a Jinja2 renderer for the chat templates models publish
+/* template.h: the layers' view of the template renderer. The public calls
+ * (tl_template_parse, tl_template_render_chat, limits and options) are in
+ * include/typellm/template.h; the jansson entry points here serve the
+ * decision core and the server.
+ *
+ * A Jinja2 renderer for the chat templates models publish
  * (GGUF tokenizer.chat_template), as transformers' apply_chat_template runs
  * them: ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True),
  * loop controls, {% generation %}, raise_exception(msg), strftime_now(fmt),
@@ -30,34 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "typellm.h"
+#include "typellm/template.h"
 #include "util/strbuf.h"
-
-typedef struct tl_template tl_template;
-
-/* Bounds on one render. Zero fields take the defaults below. */
-typedef struct tl_template_limits {
-    size_t max_output;  /* bytes of rendered text (default 16 MiB) */
-    uint64_t max_steps; /* evaluation steps: nodes evaluated, loop iterations, items built (default 50M) */
-    size_t max_memory;  /* bytes of values alive in one render (default 256 MiB) */
-    int max_depth;      /* nested evaluation (expressions, statements, macro calls; default 400) */
-} tl_template_limits;
-
-#define TL_TEMPLATE_MAX_OUTPUT (16u << 20)
-#define TL_TEMPLATE_MAX_STEPS 50000000ull
-#define TL_TEMPLATE_MAX_MEMORY (256u << 20)
-#define TL_TEMPLATE_MAX_DEPTH 400
-
-typedef struct tl_template_opts {
-    const tl_template_limits *limits; /* NULL: defaults */
-    bool fixed_now;                   /* strftime_now uses now_unix instead of the clock */
-    int64_t now_unix;                 /* seconds since the epoch, UTC */
-} tl_template_opts;
-
-/* Parses template source (need not be NUL-terminated). Errors: TL_ERR_FORMAT
- * with "template:LINE:COL: ...". */
-tl_status tl_template_parse(const char *src, size_t len, tl_template **out, tl_error *err);
-void tl_template_free(tl_template *t);
 
 /* Renders t with the variables of the JSON object vars (NULL: none),
  * appending to out. JSON null is Python None; a name not in vars is
