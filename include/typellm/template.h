@@ -79,6 +79,21 @@ typedef struct tl_chat_text_request {
 TL_API tl_status tl_template_render_chat(const tl_template *t, const tl_chat_text_request *req,
                                          const tl_template_opts *opts, tl_strbuf *out, tl_error *err);
 
+/* What a chat template does with a decision's answer (implemented by the
+ * decision layer, which frames turns with it; see docs/templates.md). */
+typedef struct tl_template_info {
+    char family[32];     /* "chatml", "llama3", "llama2", "gemma", "phi3", or "jinja" */
+    bool reasoning;      /* it writes a reasoning block or channel */
+    char thinking[128];  /* how the answer is kept out of it ("enable_thinking=false", "final channel", ...) or "" */
+} tl_template_info;
+
+/* Renders probe conversations with src[0..len) and fills *out. Errors as
+ * for a decision framed with it: a syntax error (line:column), a template
+ * that fails for a plain conversation, or one whose answer would stay inside
+ * a reasoning block (TL_ERR_UNSUPPORTED); out->family and out->reasoning are
+ * still filled from the template's text. */
+TL_API tl_status tl_template_describe(const char *src, size_t len, tl_template_info *out, tl_error *err);
+
 #ifdef __cplusplus
 }
 #endif
