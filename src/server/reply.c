@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
+#include "typellm/common.h"
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
@@ -109,7 +109,9 @@ json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_
         return root;
     char msg[400];
     snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
-    fail->status = 400;
+    /* FastAPI answers malformed JSON with 422 and a json_invalid detail entry
+     * (what System One clients parse); SGLang with 400. */
+    fail->status = fastapi_style ? 422 : 400;
     /* jansson's message may quote the offending bytes, which need not be UTF-8. */
     json_t *m = json_string_lossy(msg, strlen(msg));
     if (fastapi_style)

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/fileio.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 /* ---- small helpers ----------------------------------------------------------- */
 
