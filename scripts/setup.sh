@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libcurl4-openssl-dev
-      python3-numpy wrk valgrind nodejs npm)
+      python3-numpy python3-jsonschema wrk valgrind nodejs npm)
 
 missing=()
 # A tool package counts as present when its command is already on PATH from

@@ -30,6 +30,10 @@ extern "C" {
  * architectures (the message lists the supported ones), tensor types, missing
  * tensors, wrong shapes and bad hyperparameters are errors naming them. */
 TL_API tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
+/* Same over a caller-owned buffer that outlives the model (the fuzzer's);
+ * name stands for the path in messages. */
+TL_API tl_status tl_model_load_memory(const void *data, size_t len, const char *name, tl_model **out,
+                                      tl_error *err);
 TL_API void tl_model_free(tl_model *m);
 
 TL_API const tl_vocab *tl_model_vocab(const tl_model *m);

@@ -34,6 +34,7 @@ static void usage(FILE *f) {
             "                      [--context FILE | --context-text STR]   (default: context from stdin)\n"
             "                      [--mode sequential|batch|auto] [--style chat|record] [--chat-template NAME]\n"
             "                      [--temperature T] [--seed N] [--threshold P] [--threads N] [--trace] [--values-only]\n"
+            "                      [--lenient] [--strict] [--partial]\n"
             "  --schema S.json      ordered JSON Schema object: properties order = decision order\n"
             "  --mode M             sequential: each decision sees the ones before it; batch: every field\n"
             "                       sees only the context (one batched step); auto (default): waves by depends_on\n"
@@ -45,6 +46,9 @@ static void usage(FILE *f) {
             "  --threads N          CPU threads (default: all cores)\n"
             "  --trace              per field: the exact token ids sent and the position scored\n"
             "  --values-only        print only {\"field\": value, ...}\n"
+            "  --lenient            unknown or unhonourable schema keywords are warnings, not errors\n"
+            "  --strict             refuse free text (strings without enum), as \"x-strict\": true\n"
+            "  --partial            when the prompt outgrows the context, return the fields decided before it\n"
             "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
             "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
             "                       model's tokenizer and chat template (tokenizes locally; needed for numbers\n"
@@ -97,6 +101,9 @@ static bool set_threads(decide_args *a, const char *v) {
 }
 static bool set_trace(decide_args *a, const char *v) { return (a->opts.trace = true), true; }
 static bool set_values_only(decide_args *a, const char *v) { return (a->values_only = true), true; }
+static bool set_lenient(decide_args *a, const char *v) { return (a->opts.lenient = true), true; }
+static bool set_strict(decide_args *a, const char *v) { return (a->opts.strict = true), true; }
+static bool set_partial(decide_args *a, const char *v) { return (a->opts.partial = true), true; }
 
 /* ---- --server: the remote SGLang backend (server developer) ---- */
 static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
@@ -144,6 +151,9 @@ static const decide_option options[] = {
     {"--threads", true, set_threads},
     {"--trace", false, set_trace},
     {"--values-only", false, set_values_only},
+    {"--lenient", false, set_lenient},
+    {"--strict", false, set_strict},
+    {"--partial", false, set_partial},
 };
 
 /* Returns 0 when parsed, 2 on a usage error (message printed), -1 for --help. */
@@ -183,13 +193,13 @@ static int parse_args(int argc, char **argv, decide_args *a) {
     return 0;
 }
 
-static tl_status load_schema(const char *path, tl_schema **out, tl_error *err) {
+static tl_status load_schema(const char *path, const tl_decide_opts *opts, tl_schema **out, tl_error *err) {
     char *data;
     size_t len;
     tl_status st = tl_read_file(path, MAX_SCHEMA_BYTES, &data, &len, err);
     if (st)
         return st;
-    st = tl_schema_parse(data, len, out, err);
+    st = tl_schema_parse_opts(data, len, opts, out, err);
     tl_free(data);
     if (st == TL_ERR_SCHEMA && strstr(err->msg, ": invalid JSON: ")) {
         char msg[sizeof err->msg];
@@ -213,7 +223,7 @@ int tl_cmd_decide(int argc, char **argv) {
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
-    tl_status st = load_schema(a.schema_path, &schema, &err);
+    tl_status st = load_schema(a.schema_path, &a.opts, &schema, &err);
     if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);

@@ -742,15 +742,17 @@ static tl_status load_weights(loader *L, tl_error *err) {
     return TL_OK;
 }
 
-tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
+/* The model over an opened file g (taken over, closed on failure). */
+static tl_status model_from_gguf(tl_gguf *g, const char *path, tl_model **out, tl_error *err) {
     *out = NULL;
     tl_model *m = calloc(1, sizeof *m);
-    if (!m)
+    if (!m) {
+        tl_gguf_close(g);
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    }
+    m->gguf = g;
     loader L = {.m = m, .path = path};
-    tl_status st = tl_gguf_open(path, &m->gguf, err);
-    if (st != TL_OK)
-        goto fail;
+    tl_status st;
 
     const char *arch = tl_gguf_arch(m->gguf);
     m->desc = tl_arch_find(arch);
@@ -770,6 +772,11 @@ tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
     L.vec_cap = (size_t)m->n_layer * (5 * (size_t)m->n_embd + 2 * (size_t)(m->max_q + m->max_kv_k) +
                                       (size_t)m->max_kv_v + (size_t)m->n_head + 1) +
                 (size_t)m->n_embd + 3 * (size_t)MAX_HEAD_DIM;
+    /* every vector is a tensor of the file, at least 2 bytes per value: a
+     * header with huge dimensions cannot make this allocation huge */
+    size_t file_cap = (size_t)(tl_gguf_file_size(m->gguf) / 2) + 3 * (size_t)MAX_HEAD_DIM;
+    if (L.vec_cap > file_cap)
+        L.vec_cap = file_cap;
     m->vectors = malloc(sizeof(float) * L.vec_cap);
     if (!m->vectors) {
         st = tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory for %d layers", path, m->n_layer);
@@ -802,6 +809,20 @@ tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
 fail:
     tl_model_free(m);
     return st;
+}
+
+tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
+    *out = NULL;
+    tl_gguf *g = NULL;
+    tl_status st = tl_gguf_open(path, &g, err);
+    return st != TL_OK ? st : model_from_gguf(g, path, out, err);
+}
+
+tl_status tl_model_load_memory(const void *data, size_t len, const char *name, tl_model **out, tl_error *err) {
+    *out = NULL;
+    tl_gguf *g = NULL;
+    tl_status st = tl_gguf_open_memory(data, len, name, &g, err);
+    return st != TL_OK ? st : model_from_gguf(g, name, out, err);
 }
 
 void tl_model_free(tl_model *m) {
