@@ -184,13 +184,17 @@ def test_server_client():
     with typellm.serve(CHAT, threads=1) as srv:
         assert srv.url.startswith("http://127.0.0.1:")
         with typellm.Client(server=srv.url, chat_template="chatml") as remote, \
+                typellm.Client(server=srv.url, tokenizer=CHAT) as remote_own, \
                 typellm.Client(model=CHAT, threads=1) as local:
-            r = remote.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch")
-            l = local.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch")
-            assert dict(r) == dict(l)
-            for k in l.probabilities:
-                for v, p in l.probabilities[k].items():
-                    assert abs(r.probabilities[k][v] - p) < 1e-4
+            # the same template on both sides: the built-in ChatML family, or the model's own (from its GGUF)
+            for r, l in ((remote.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch"),
+                          local.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch", chat_template="chatml")),
+                         (remote_own.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch"),
+                          local.generate(context="Dinner, $84.", schema=SEED_EXPENSE, mode="batch"))):
+                assert dict(r) == dict(l)
+                for k in l.probabilities:
+                    for v, p in l.probabilities[k].items():
+                        assert abs(r.probabilities[k][v] - p) < 1e-4
         # no template source: refused with the two options named
         with typellm.Client(server=srv.url) as bare:
             with pytest.raises(typellm.InvalidArgument) as e:

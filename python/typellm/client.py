@@ -138,6 +138,22 @@ def _schema_of(schema):
     raise TypeError("schema must be a dict, a JSON string or a Pydantic model class")
 
 
+def _template_of(t):
+    """(built-in family name, Jinja source) from chat_template: a family name
+    ("chatml", ...), a path to a .jinja file, or Jinja source text."""
+    if t is None:
+        return None, None
+    if "{{" in t or "{%" in t:
+        return None, t
+    if t.endswith(".jinja") or os.path.sep in t:
+        try:
+            with open(t, encoding="utf-8") as f:
+                return None, f.read()
+        except OSError as e:
+            raise InvalidArgument("invalid", f"chat_template: {t}: {e.strerror}") from None
+    return t, None
+
+
 def _to_model(model_cls, values):
     if hasattr(model_cls, "model_validate"):
         return model_cls.model_validate(values)
@@ -275,8 +291,9 @@ class Client:
         _check(N.schema_parse(st, len(st), ctypes.byref(sch), ctypes.byref(err)), err)
         style = style if style is not None else self.style
         chat_template = chat_template if chat_template is not None else self.chat_template
-        opts = N.DecideOpts(_b(mode), _b(style), _b(chat_template), float(temperature), int(seed) & (2**64 - 1),
-                            float(threshold), bool(trace), bool(lenient), bool(strict), bool(partial))
+        family, jinja = _template_of(chat_template)
+        opts = N.DecideOpts(_b(mode), _b(style), _b(family), float(temperature), int(seed) & (2**64 - 1),
+                            float(threshold), bool(trace), bool(lenient), bool(strict), bool(partial), _b(jinja))
         backend, release = None, None
         d = N.P()
         try:
