@@ -39,7 +39,8 @@ static void usage(FILE *f) {
             "  --mode M             sequential: each decision sees the ones before it; batch: every field\n"
             "                       sees only the context (one batched step); auto (default): waves by depends_on\n"
             "  --style S            chat (default when the model has a recognised chat template) or record\n"
-            "  --chat-template NAME force a family: chatml, llama3, llama2 (mistral), gemma, phi3\n"
+            "  --chat-template NAME|FILE.jinja  render this Jinja template instead of the model's own, or\n"
+            "                      force a built-in family: chatml, llama3, llama2 (mistral), gemma, phi3\n"
             "  --temperature T      0 (default) = argmax; T > 0 samples from softmax(logprob / T) over the choices\n"
             "  --seed N             sampling seed (default 0)\n"
             "  --threshold P        abstain (value null) when the chosen value's probability is below P\n"
@@ -223,7 +224,19 @@ int tl_cmd_decide(int argc, char **argv) {
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
-    tl_status st = load_schema(a.schema_path, &a.opts, &schema, &err);
+    char *template_src = NULL;
+    tl_status st = TL_OK;
+    const char *ct = a.opts.chat_template;
+    if (ct && (strchr(ct, '/') || (strlen(ct) > 6 && !strcmp(ct + strlen(ct) - 6, ".jinja")))) {
+        size_t tlen;
+        st = tl_read_file(ct, MAX_SCHEMA_BYTES, &template_src, &tlen, &err);
+        if (!st && strlen(template_src) != tlen)
+            st = tl_error_set(&err, TL_ERR_INVALID, "%s: template contains a NUL byte", ct);
+        a.opts.chat_template_jinja = template_src;
+        a.opts.chat_template = NULL;
+    }
+    if (!st)
+        st = load_schema(a.schema_path, &a.opts, &schema, &err);
     if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);
@@ -263,5 +276,6 @@ int tl_cmd_decide(int argc, char **argv) {
     tl_model_free(model);
     free(model_path);
     free(context);
+    free(template_src);
     return st ? (st == TL_ERR_INVALID || st == TL_ERR_SCHEMA ? 2 : 1) : 0;
 }
