@@ -166,14 +166,8 @@ done:
     return st;
 }
 
-/* One step's scores over the k allowed tokens, written to scores[allowed[i]]
- * (scores has n_vocab entries; the others are left as they are), with
- * *lse_full such that scores[id] - *lse_full is the token's log-softmax over
- * the whole vocabulary. Local backends: full logits and their log-normaliser.
- * Remote backends: exactly the allowed ids' log-probabilities from one
- * candidate-only score call (lp has room for k), normaliser 0. */
-static tl_status step_scores(tl_backend *b, const int32_t *seq, size_t len, const int32_t *allowed, size_t k,
-                             float *scores, double *lp, double *lse_full, tl_usage *usage, tl_error *err) {
+tl_status tl_step_scores(tl_backend *b, const int32_t *seq, size_t len, const int32_t *allowed, size_t k,
+                         float *scores, double *lp, double *lse_full, tl_usage *usage, tl_error *err) {
     if (b->ops->next_logits) {
         tl_status st = tl_backend_next_logits(b, seq, len, scores, usage, err);
         if (!st)
@@ -269,7 +263,7 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
             goto done;
         }
         double lse_full = 0;
-        if ((st = step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
+        if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
             goto done;
         int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
         double lse_allowed = tl_logsumexp_ids(logits, allowed, k);

@@ -1401,9 +1401,10 @@ tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const ch
     static const tl_sample_params greedy = {0, 0, 0};
     if (!sp)
         sp = &greedy;
-    if (!b->ops->next_logits || !idx)
+    if (!idx || (!b->ops->next_logits && !b->vocab))
         return tl_error_set(err, TL_ERR_UNSUPPORTED,
-                            "string: the %s backend gives no logits; generated strings need a local vocabulary",
+                            "string: generated strings over the %s backend need the model's tokenizer here (the "
+                            "automaton runs client-side): pass --tokenizer M.gguf",
                             b->ops->kind);
     tl_string_automaton *a = NULL;
     tl_status st = tl_string_automaton_new(idx, pattern, min_len, max_len, &a, err);
@@ -1413,8 +1414,9 @@ tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const ch
     int32_t *seq = malloc((n + max_steps) * sizeof *seq);
     int32_t *allowed = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *allowed);
     float *logits = malloc((size_t)b->n_vocab * sizeof *logits);
+    double *cand_lp = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *cand_lp);
     out->ids = malloc(max_steps * sizeof *out->ids);
-    if (!seq || !allowed || !logits || !out->ids) {
+    if (!seq || !allowed || !logits || !cand_lp || !out->ids) {
         st = tl_error_set(err, TL_ERR_NOMEM, "string: out of memory");
         goto done;
     }
@@ -1427,15 +1429,15 @@ tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const ch
             st = tl_error_set(err, TL_ERR_LIMIT, "string: %zu tokens generated and the value is not closed", max_steps);
             goto done;
         }
-        if ((st = tl_backend_next_logits(b, seq, len, logits, &out->usage, err)))
-            goto done;
         size_t k = tl_string_automaton_allowed(a, allowed);
         if (k == 0) {
             st = tl_error_set(err, TL_ERR_UNSUPPORTED, "string: no token of this vocabulary continues the value");
             goto done;
         }
+        double lse_full = 0;
+        if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
+            goto done;
         int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
-        double lse_full = tl_logsumexp_f(logits, (size_t)b->n_vocab);
         double lse_allowed = tl_logsumexp_ids(logits, allowed, k);
         if ((st = tl_string_automaton_accept(a, id, err))) {
             st = TL_ERR_INTERNAL;
@@ -1468,5 +1470,6 @@ done:
     free(seq);
     free(allowed);
     free(logits);
+    free(cand_lp);
     return st;
 }

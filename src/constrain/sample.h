@@ -15,4 +15,16 @@ double tl_logsumexp_ids(const float *logits, const int32_t *ids, size_t n);
  * draw from softmax(logits[ids] / temperature). -1 when n == 0. */
 int32_t tl_sample_ids(const float *logits, const int32_t *ids, size_t n, double temperature, uint64_t *rng);
 
+/* One generation step's scores over the k allowed tokens, written to
+ * scores[allowed[i]] (scores has the backend's n_vocab entries; the others
+ * are left as they are), with *lse_full such that scores[id] - *lse_full is
+ * the token's log-softmax over the whole vocabulary. Local backends: full
+ * logits and their log-normaliser. Remote backends: exactly the allowed ids'
+ * log-probabilities from one candidate-only score call (lp has room for k),
+ * normaliser 0 — so an automaton enforced client-side gives remotely the
+ * same choices and probabilities as locally. */
+#include "backend/backend.h"
+tl_status tl_step_scores(tl_backend *b, const int32_t *seq, size_t len, const int32_t *allowed, size_t k,
+                         float *scores, double *lp, double *lse_full, tl_usage *usage, tl_error *err);
+
 #endif

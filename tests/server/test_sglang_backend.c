@@ -171,7 +171,7 @@ int main(void) {
         json_decref(rt);
     }
 
-    /* Generated numbers and open text over the remote backend with a local
+    /* Generated numbers, patterned strings and open text over the remote backend with a local
      * tokenizer: the automaton runs client-side, so multipleOf and exclusive
      * bounds hold by construction and every value has its real probability. */
     if (remote_tok) {
@@ -180,7 +180,9 @@ int main(void) {
             "\"sevens\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000,\"multipleOf\":7},"
             "\"open_low\":{\"type\":\"integer\",\"exclusiveMinimum\":-20,\"exclusiveMaximum\":20},"
             "\"price\":{\"type\":\"number\",\"minimum\":0,\"maximum\":99.5,\"multipleOf\":0.25},"
-            "\"note\":{\"type\":\"string\",\"enum\":[\"ok\"],\"open\":true,\"maxLength\":12}}}",
+            "\"note\":{\"type\":\"string\",\"enum\":[\"ok\"],\"open\":true,\"maxLength\":12},"
+            "\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-[0-9]{3}$\"},"
+            "\"day\":{\"type\":\"string\",\"format\":\"date\"}}}",
             0, NULL);
         CHECK(ns != NULL);
         for (int t = 0; t < 4 && ns; t++) {
@@ -192,8 +194,8 @@ int main(void) {
             CHECKF(st == TL_OK, "numbers remote (%s, T=%g): %s", md, o.temperature, err.msg);
             if (lr && rr) {
                 compare(lr, rr, "numbers", 1e-4);
-                const char *names[3] = {"sevens", "open_low", "price"};
-                for (int k = 0; k < 3; k++) {
+                const char *names[5] = {"sevens", "open_low", "price", "code", "day"};
+                for (int k = 0; k < 5; k++) {
                     json_t *lf = json_object_get(json_object_get(lr, "fields"), names[k]);
                     json_t *rf = json_object_get(json_object_get(rr, "fields"), names[k]);
                     double lp = json_number_value(json_object_get(lf, "probability"));
