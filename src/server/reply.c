@@ -60,18 +60,44 @@ void reply_typed_error(tl_http_reply *r, int status, const char *error_type, con
                                     json_string_lossy(msg, strlen(msg))));
 }
 
-int http_status_for(tl_status st) {
-    switch (st) {
-    case TL_OK: return 200;
-    case TL_ERR_INVALID:
-    case TL_ERR_SCHEMA:
-    case TL_ERR_UNSUPPORTED: return 422;
-    case TL_ERR_FORMAT: return 400;
-    case TL_ERR_LIMIT: return 413;
-    case TL_ERR_TIMEOUT: return 504;
-    case TL_ERR_CANCELLED: return 499;
-    case TL_ERR_NOMEM: return 503;
-    default: return 500;
+/* The one map from a library status to HTTP. The typed APIs (/v1/decide,
+ * /v1/systemone) answer every bad-input status with a FastAPI-style 422;
+ * the SGLang API answers bad sampling parameters and over-long inputs with
+ * 400, as SGLang does. Statuses not listed are server faults: 500. */
+static const struct {
+    tl_status st;
+    int typed, sglang;
+    const char *error_type; /* typed APIs' detail.error_type (422s carry a detail list instead) */
+} http_map[] = {
+    {TL_OK, 200, 200, NULL},
+    {TL_ERR_INVALID, 422, 400, "value_error"},
+    {TL_ERR_SCHEMA, 422, 422, "value_error"},
+    {TL_ERR_UNSUPPORTED, 422, 422, "value_error"},
+    {TL_ERR_FORMAT, 422, 400, "value_error"},
+    {TL_ERR_LIMIT, 413, 400, "tokens_exceeded"},
+    {TL_ERR_TIMEOUT, 504, 504, "timeout_error"},
+    {TL_ERR_CANCELLED, 499, 499, "api_error"},
+    {TL_ERR_NOMEM, 503, 503, "api_error"},
+};
+
+int http_status_for(tl_status st, http_api api) {
+    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
+        if (http_map[i].st == st)
+            return api == HTTP_API_SGLANG ? http_map[i].sglang : http_map[i].typed;
+    return 500;
+}
+
+void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg) {
+    const char *type = "api_error";
+    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
+        if (http_map[i].st == st && http_map[i].error_type)
+            type = http_map[i].error_type;
+    int code = http_status_for(st, HTTP_API_TYPED);
+    if (code == 422)
+        reply_detail_error(r, 422, loc, type, "%s", msg);
+    else {
+        json_decref(loc);
+        reply_typed_error(r, code, type, "%s", msg);
     }
 }
 

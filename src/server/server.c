@@ -99,13 +99,6 @@ void tl_server_stream_done(tl_server *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
-uint64_t tl_server_next_rid(tl_server *s) {
-    pthread_mutex_lock(&s->mu);
-    uint64_t r = ++s->next_rid;
-    pthread_mutex_unlock(&s->mu);
-    return r;
-}
-
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
     sched_wait w = {0};
     w.deadline_s = tl_now_s() + s->p.request_timeout_s;

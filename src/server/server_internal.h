@@ -71,14 +71,12 @@ struct tl_server {
     int in_flight;              /* requests holding a model slot */
     int streams;                /* streaming generations still running on their own threads */
     pthread_cond_t streams_cv;  /* signalled when streams drops */
-    uint64_t next_rid;
     double started_s;
 };
 
 /* Takes / releases a model slot; false when max_queue are already in flight (-> 429). */
 bool tl_server_slot_acquire(tl_server *s);
 void tl_server_slot_release(tl_server *s);
-uint64_t tl_server_next_rid(tl_server *s);
 /* Counts streaming generations so shutdown can wait for them. */
 void tl_server_stream_begin(tl_server *s);
 void tl_server_stream_done(tl_server *s);
@@ -95,10 +93,16 @@ void reply_detail_error(tl_http_reply *r, int status, json_t *loc, const char *t
 /* {"detail":{"error_type":type,"message":msg}} (auth, limits, overload). */
 void reply_typed_error(tl_http_reply *r, int status, const char *error_type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Maps an internal status from the model path to an HTTP status: bad input
- * (INVALID/SCHEMA/FORMAT) 422 or 400, LIMIT 413, TIMEOUT 504, CANCELLED 499,
- * everything else 500. */
-int http_status_for(tl_status st);
+/* The one map from a status of the model path to HTTP (reply.c's table):
+ * the typed APIs answer bad input 422, LIMIT 413; the SGLang API answers bad
+ * parameters and over-long input 400, as SGLang does; TIMEOUT 504,
+ * CANCELLED 499, NOMEM 503, anything else 500. */
+typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG } http_api;
+int http_status_for(tl_status st, http_api api);
+/* A failed typed-API request (/v1/decide, /v1/systemone): a 422 detail list
+ * at loc (taken) for bad input, else {"detail":{"error_type","message"}}
+ * with the table's status and type. */
+void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg);
 
 /* ---- parsers (socket-free; each fuzzed) ---------------------------------- */
 
