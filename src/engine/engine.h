@@ -25,6 +25,12 @@
 /* Loads a llama / qwen2 / qwen3 GGUF. Unsupported architectures, tensor types,
  * missing tensors and wrong shapes are errors naming them. */
 tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
+/* tl_model_load with flags: TL_MODEL_NO_MMAP reads the weights into memory
+ * instead of mapping the file, for users who replace or truncate model files
+ * under a running process (a mapped file changed in place kills the process
+ * with SIGBUS on the next forward pass). */
+enum { TL_MODEL_NO_MMAP = 1 };
+tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err);
 void tl_model_free(tl_model *m);
 
 const tl_vocab *tl_model_vocab(const tl_model *m);

@@ -319,13 +319,15 @@ static tl_status load_weights(loader *L, tl_error *err) {
     return TL_OK;
 }
 
-tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
+tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) { return tl_model_load_ex(path, 0, out, err); }
+
+tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err) {
     *out = NULL;
     tl_model *m = calloc(1, sizeof *m);
     if (!m)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
     loader L = {.m = m, .path = path};
-    tl_status st = tl_gguf_open(path, &m->gguf, err);
+    tl_status st = tl_gguf_open_ex(path, flags & TL_MODEL_NO_MMAP ? TL_GGUF_NO_MMAP : 0, &m->gguf, err);
     if (st != TL_OK)
         goto fail;
 
