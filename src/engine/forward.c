@@ -1,67 +1,56 @@
-/* forward.c: the transformer forward pass (llama / qwen2 / qwen3):
- *   x = embed(id)
- *   per layer:  h = RMSNorm(x)·attn_norm;  q,k,v = Wq h (+bq), Wk h (+bk), Wv h (+bv)
- *               [qwen3: per-head RMSNorm of q and k];  RoPE(q, k, pos);  store k, v
- *               x += Wo · softmax(q·K^T / sqrt(d)) V          (grouped-query heads)
- *               h = RMSNorm(x)·ffn_norm;  x += Wdown (silu(Wgate h) * (Wup h))
- *   out = RMSNorm(x)·output_norm
- * Matrix products go to tl_matmul; everything else is here, reducing in a
- * fixed order per token so results are batch- and thread-independent. */
+/* forward.c: the transformer forward pass, one decoder block per layer:
+ *   x = embed(id) * embd_scale
+ *   per layer:  h = RMSNorm(x)·attn_norm (none: olmo2);  q,k,v = Wq h, Wk h, Wv h (or one fused Wqkv;
+ *               V = K when there is no Wv) (+ biases)
+ *               [q/k RMSNorm per head or over the whole projection];  [V RMSNorm];
+ *               RoPE(q, k, pos) with the layer's table (none on NoPE layers);  [q x temperature];  store k, v
+ *               a = Wo · softmax(cap(scale q·K^T)) V over the layer's window (grouped-query heads:
+ *               attention.c)
+ *               x += residual_scale · post_norm(a)
+ *               h = RMSNorm(x)·ffn_norm;  f = Wdown (act(Wgate h) * (Wup h))   (act: SiLU or tanh GELU;
+ *               gate and up may be one fused matrix)
+ *               x += residual_scale · post_norm(f);  x *= out_scale
+ *   out = RMSNorm(x)·output_norm;  logits = cap(W_out out / logit_scale)
+ * Which of the bracketed steps a layer takes is data in tl_model (see
+ * model_internal.h). Matrix products go to tl_matmul; everything else is
+ * here, reducing in a fixed order per token so results are batch- and
+ * thread-independent. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attention.h"
 #include "engine/forward.h"
 #include "util/error.h"
 
 void fwd_scratch_free(fwd_scratch *sc) {
     free(sc->buf);
     free(sc->scores);
+    tl_attn_scratch_free(&sc->att);
     memset(sc, 0, sizeof *sc);
 }
 
 /* ---- per-token numerics --------------------------------------------------- */
 
-/* 8-lane float vectors (GCC vector extensions): the same lane-wise
- * operations on every ISA (SSE pairs, AVX2, AVX-512 clones below), so results
- * never depend on which clone runs. No FMA: the clones do not enable it, so
- * a*b+c rounds twice everywhere. */
-typedef float v8f __attribute__((vector_size(32), aligned(4))); /* aligned(4): loads need not be */
-_Static_assert(TL_KV_BLOCK == 16, "attention scores a block as two 8-lane vectors");
-/* Macros, not functions: a 32-byte vector crossing a call between code built
- * with and without AVX changes the ABI (clang refuses it). */
-#define LOAD8(p) (*(const v8f *)(p))
-#define STORE8(p, v) (*(v8f *)(p) = (v))
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TL_VECTOR_CLONES
-#endif
-
-/* y[i] += a * x[i] */
-static inline void axpy_f32(float *y, float a, const float *x, int64_t n) {
-    int64_t i = 0;
-    v8f av = {a, a, a, a, a, a, a, a};
-    for (; i + 8 <= n; i += 8)
-        STORE8(y + i, LOAD8(y + i) + av * LOAD8(x + i));
-    for (; i < n; i++)
-        y[i] += a * x[i];
-}
-
-/* out = x / sqrt(mean(x^2) + eps) * w; the mean in double (as ggml does). */
+/* out = x / sqrt(mean(x^2) + eps) * w (w NULL: no weight); the mean in
+ * double (as ggml does). */
 static void rms_norm(const float *x, const float *w, float *out, int64_t n, float eps) {
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++)
         ss += (double)x[i] * (double)x[i];
     float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] * scale * w[i];
+    if (w)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = x[i] * scale * w[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            out[i] = x[i] * scale;
 }
 
-/* Rotates the first rope_dim dims of one head by pos. */
-static void rope_head(const tl_model *m, float *x, const float *cs, const float *sn) {
-    int32_t half = m->rope_dim / 2;
-    if (m->rope_neox) {
+/* Rotates the first r->dim dims of one head by the cos/sin of its pairs. */
+static void rope_head(const tl_rope *r, bool neox, float *x, const float *cs, const float *sn) {
+    int32_t half = r->dim / 2;
+    if (neox) {
         for (int32_t i = 0; i < half; i++) {
             float a = x[i], b = x[i + half];
             x[i] = a * cs[i] - b * sn[i];
@@ -76,6 +65,12 @@ static void rope_head(const tl_model *m, float *x, const float *cs, const float 
     }
 }
 
+/* GELU, tanh approximation (what ggml's CPU backend computes). */
+static inline float gelu_tanh(float x) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+
 /* ---- the pass --------------------------------------------------------------- */
 
 typedef struct pass {
@@ -85,73 +80,122 @@ typedef struct pass {
     const fwd_token *toks;
     int32_t n_tok;
     int32_t layer;
+    const tl_layer_weights *w;
     float *x;     /* (n_tok, n_embd) residual stream */
     float *h;     /* (n_tok, max(n_embd, n_head*head_dim_v)) normed input / attention output */
-    float *q;     /* (n_tok, n_head * head_dim_k) */
-    float *k;     /* (n_tok, kv_k) */
-    float *v;     /* (n_tok, kv_v) */
-    float *g;     /* (n_tok, n_ff) gate, then silu(gate) * up */
+    float *q;     /* (n_tok, max_q) */
+    float *k;     /* (n_tok, max_kv_k) */
+    float *v;     /* (n_tok, max_kv_v) */
+    float *g;     /* (n_tok, n_ff) gate, then act(gate) * up */
     float *u;     /* (n_tok, n_ff) up; also (n_tok, n_embd) matmul outputs */
+    float *f;     /* (n_tok, fused_floats) output of a fused qkv / gate-up matrix, or NULL */
+    int64_t fused_stride;
     int64_t h_stride;
     float *hidden_out;
 } pass;
 
 static void embed_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
-    const tl_matrix *E = &P->m->tok_embd;
-    for (int64_t t = b; t < e; t++)
-        tl_dequant_row(E->type, (const uint8_t *)E->data + (size_t)P->toks[t].id * E->row_bytes,
-                       P->x + t * P->m->n_embd, P->m->n_embd);
+    const tl_model *m = P->m;
+    const tl_matrix *E = &m->tok_embd;
+    for (int64_t t = b; t < e; t++) {
+        float *x = P->x + t * m->n_embd;
+        tl_dequant_row(E->type, (const uint8_t *)E->data + (size_t)P->toks[t].id * E->row_bytes, x, m->n_embd);
+        if (m->embd_scale != 1.0f)
+            for (int64_t i = 0; i < m->n_embd; i++)
+                x[i] *= m->embd_scale;
+    }
+}
+
+/* h = RMSNorm(x) * w, or a copy of x when the layer has no such norm. */
+static void norm_rows(pass *P, const float *w, int64_t b, int64_t e) {
+    const tl_model *m = P->m;
+    for (int64_t t = b; t < e; t++) {
+        if (w)
+            rms_norm(P->x + t * m->n_embd, w, P->h + t * m->n_embd, m->n_embd, m->norm_eps);
+        else
+            memcpy(P->h + t * m->n_embd, P->x + t * m->n_embd, sizeof(float) * (size_t)m->n_embd);
+    }
 }
 
 static void attn_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
-    const tl_model *m = P->m;
-    for (int64_t t = b; t < e; t++)
-        rms_norm(P->x + t * m->n_embd, m->layers[P->layer].attn_norm, P->h + t * m->n_embd, m->n_embd,
-                 m->norm_eps);
+    norm_rows(P, P->w->attn_norm, b, e);
 }
 
 static void ffn_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
-    const tl_model *m = P->m;
-    for (int64_t t = b; t < e; t++)
-        rms_norm(P->x + t * m->n_embd, m->layers[P->layer].ffn_norm, P->h + t * m->n_embd, m->n_embd,
-                 m->norm_eps);
+    norm_rows(P, P->w->ffn_norm, b, e);
 }
 
-/* Biases, qwen3 head norms and RoPE on q and k; then k and v go to the cache. */
+/* A fused attn_qkv output row split into q, k, v. */
+static void qkv_split_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    const tl_layer_weights *w = P->w;
+    int64_t nq = (int64_t)P->m->n_head * w->head_dim_k, nk = (int64_t)w->n_head_kv * w->head_dim_k,
+            nv = (int64_t)w->n_head_kv * w->head_dim_v;
+    for (int64_t t = b; t < e; t++) {
+        const float *src = P->f + t * P->fused_stride;
+        memcpy(P->q + t * nq, src, sizeof(float) * (size_t)nq);
+        memcpy(P->k + t * nk, src + nq, sizeof(float) * (size_t)nk);
+        memcpy(P->v + t * nv, src + nq + nk, sizeof(float) * (size_t)nv);
+    }
+}
+
+/* Biases, q/k norms, V = K and V's norm, RoPE and the attention temperature
+ * on q and k; then k and v go to the cache. */
 static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
     const tl_model *m = P->m;
-    const tl_layer_weights *w = &m->layers[P->layer];
-    int64_t dk = m->head_dim_k, nq = m->n_head * dk, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
-    int32_t half = m->rope_dim / 2;
+    const tl_layer_weights *w = P->w;
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v, nq = m->n_head * dk, nk = (int64_t)w->n_head_kv * dk,
+            nv = (int64_t)w->n_head_kv * dv;
+    int rope_id = P->c->rope_long ? w->rope_long : w->rope;
+    const tl_rope *rope = rope_id >= 0 ? &m->ropes[rope_id] : NULL;
+    int32_t half = rope ? rope->dim / 2 : 0;
     float *cs = P->sc->scores + (size_t)thread * P->sc->score_stride; /* borrowed: 2*half floats */
     float *sn = cs + half;
+    bool head_norm = w->q_norm && !(m->desc->flags & TL_AF_QK_NORM_FULL);
     for (int64_t t = b; t < e; t++) {
         float *q = P->q + t * nq, *k = P->k + t * nk, *v = P->v + t * nv;
+        if (!w->wv.data && !w->wqkv.data)
+            memcpy(v, k, sizeof(float) * (size_t)nv); /* V = K (gemma4 global layers): the raw projection */
         if (w->bq) {
             for (int64_t i = 0; i < nq; i++) q[i] += w->bq[i];
             for (int64_t i = 0; i < nk; i++) k[i] += w->bk[i];
             for (int64_t i = 0; i < nv; i++) v[i] += w->bv[i];
         }
-        if (w->q_norm) {
+        if (head_norm) {
             for (int32_t hd = 0; hd < m->n_head; hd++)
                 rms_norm(q + hd * dk, w->q_norm, q + hd * dk, dk, m->norm_eps);
-            for (int32_t hd = 0; hd < m->n_head_kv; hd++)
+            for (int32_t hd = 0; hd < w->n_head_kv; hd++)
                 rms_norm(k + hd * dk, w->k_norm, k + hd * dk, dk, m->norm_eps);
+        } else if (w->q_norm) { /* olmo2: over the whole projection, before the head split */
+            rms_norm(q, w->q_norm, q, nq, m->norm_eps);
+            rms_norm(k, w->k_norm, k, nk, m->norm_eps);
         }
-        double pos = P->toks[t].pos;
-        for (int32_t i = 0; i < half; i++) {
-            double theta = pos * (double)m->rope_freq[i];
-            cs[i] = (float)cos(theta) * m->rope_mscale;
-            sn[i] = (float)sin(theta) * m->rope_mscale;
+        if (m->desc->flags & TL_AF_V_NORM)
+            for (int32_t hd = 0; hd < w->n_head_kv; hd++)
+                rms_norm(v + hd * dv, NULL, v + hd * dv, dv, m->norm_eps);
+        if (rope) {
+            double pos = P->toks[t].pos;
+            for (int32_t i = 0; i < half; i++) {
+                double theta = pos * (double)rope->freq[i];
+                cs[i] = (float)cos(theta) * rope->mscale;
+                sn[i] = (float)sin(theta) * rope->mscale;
+            }
+            for (int32_t hd = 0; hd < m->n_head; hd++)
+                rope_head(rope, m->rope_neox, q + hd * dk, cs, sn);
+            for (int32_t hd = 0; hd < w->n_head_kv; hd++)
+                rope_head(rope, m->rope_neox, k + hd * dk, cs, sn);
         }
-        for (int32_t hd = 0; hd < m->n_head; hd++)
-            rope_head(m, q + hd * dk, cs, sn);
-        for (int32_t hd = 0; hd < m->n_head_kv; hd++)
-            rope_head(m, k + hd * dk, cs, sn);
+        if (m->attn_temp_scale != 0.0f) {
+            /* Llama 4 / Mistral 3 attention temperature, growing by steps of the original context */
+            float ts = (float)(log(floor((double)P->toks[t].pos / (double)m->n_ctx_orig) + 1.0) *
+                                   (double)m->attn_temp_scale + 1.0);
+            for (int64_t i = 0; i < nq; i++)
+                q[i] *= ts;
+        }
         const fwd_token *tk = &P->toks[t];
         const kv_node *nd = tk->seq->path[tk->pos / TL_KV_BLOCK];
         int32_t row = tk->pos % TL_KV_BLOCK;
@@ -162,105 +206,52 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
-/* One (token, kv head) per item: for each query head h of the group sharing
- * kv head g, softmax(q_h·k_j / sqrt(d)) over j <= pos on the token's path,
- * times v_j. Each K/V row is loaded once for the whole group. Reads only
- * rows on the path, written earlier in this pass or by earlier passes. */
-TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e,
-                                                                                int thread) {
+/* g = act(gate) * up, from g and u, or from the fused [gate; up] rows in f. */
+static void glu_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
+    int64_t F = P->m->n_ff;
+    bool gelu = P->m->desc->flags & TL_AF_GELU;
+    for (int64_t t = b; t < e; t++) {
+        float *g = P->g + t * F;
+        const float *gate = P->w->w_gate.data ? g : P->f + t * P->fused_stride;
+        const float *up = P->w->w_gate.data ? P->u + t * F : P->f + t * P->fused_stride + F;
+        for (int64_t i = 0; i < F; i++) {
+            float gv = gate[i];
+            g[i] = (gelu ? gelu_tanh(gv) : gv / (1.0f + expf(-gv))) * up[i];
+        }
+    }
+}
+
+/* x += residual_scale * post_norm(u), the norm (gemma, olmo2) in place in u. */
+static void residual_rows_with(pass *P, const float *post_norm, int64_t b, int64_t e) {
     const tl_model *m = P->m;
-    const kv_cache *c = P->c;
-    int64_t dk = m->head_dim_k, dv = m->head_dim_v;
-    int32_t group = m->n_head / m->n_head_kv;
-    float scale = (float)(1.0 / sqrt((double)dk));
-    float *scores = P->sc->scores + (size_t)thread * P->sc->score_stride;
-    for (int64_t item = b; item < e; item++) {
-        int64_t t = item / m->n_head_kv;
-        int32_t g = (int32_t)(item % m->n_head_kv), h0 = g * group;
-        const fwd_token *tk = &P->toks[t];
-        const float *q = P->q + t * m->n_head * dk + h0 * dk;
-        int32_t n_ctx = tk->pos + 1;
-        for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-            const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-            const float *kt = kv_k_block(c, nd, P->layer) + (size_t)g * dk * TL_KV_BLOCK;
-            for (int32_t hh = 0; hh < group; hh++) {
-                /* rows j0..j0+15 at once: lane r sums q[d] * k_r[d] over d in order */
-                const float *qh = q + hh * dk;
-                v8f lo = {0}, hi = {0};
-                for (int64_t d = 0; d < dk; d++) {
-                    float qd = qh[d];
-                    v8f qv = {qd, qd, qd, qd, qd, qd, qd, qd};
-                    lo += qv * LOAD8(kt + d * TL_KV_BLOCK);
-                    hi += qv * LOAD8(kt + d * TL_KV_BLOCK + 8);
-                }
-                float *out = scores + (size_t)hh * n_ctx + j0;
-                for (int32_t r = 0; r < rows; r++)
-                    out[r] = (r < 8 ? lo[r] : hi[r - 8]) * scale;
-            }
-        }
-        for (int32_t hh = 0; hh < group; hh++) {
-            float *s = scores + (size_t)hh * n_ctx, top = -INFINITY;
-            for (int32_t j = 0; j < n_ctx; j++)
-                top = s[j] > top ? s[j] : top;
-            for (int32_t j = 0; j < n_ctx; j++)
-                s[j] = expf(s[j] - top);
-            double sum = 0.0;
-            for (int32_t j = 0; j < n_ctx; j++)
-                sum += s[j];
-            float inv = (float)(1.0 / sum);
-            for (int32_t j = 0; j < n_ctx; j++)
-                s[j] *= inv;
-            /* out[i] = sum over j in order of s[j] * v_j[i], 32 outputs at a
-             * time held in registers across all rows */
-            float *out = P->h + t * P->h_stride + (h0 + hh) * dv;
-            int64_t i0 = 0;
-            for (; i0 + 32 <= dv; i0 += 32) {
-                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int32_t j0 = 0; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-                    const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-                    int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-                    for (int32_t r = 0; r < rows; r++) {
-                        const float *vr = kv_v_row(c, nd, P->layer, r) + g * dv + i0;
-                        float p = s[j0 + r];
-                        v8f pv = {p, p, p, p, p, p, p, p};
-                        a0 += pv * LOAD8(vr);
-                        a1 += pv * LOAD8(vr + 8);
-                        a2 += pv * LOAD8(vr + 16);
-                        a3 += pv * LOAD8(vr + 24);
-                    }
-                }
-                STORE8(out + i0, a0);
-                STORE8(out + i0 + 8, a1);
-                STORE8(out + i0 + 16, a2);
-                STORE8(out + i0 + 24, a3);
-            }
-            if (i0 < dv) { /* head sizes that are not a multiple of 32 */
-                memset(out + i0, 0, sizeof(float) * (size_t)(dv - i0));
-                for (int32_t j = 0; j < n_ctx; j++) {
-                    const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], P->layer, j % TL_KV_BLOCK) + g * dv;
-                    axpy_f32(out + i0, s[j], vr + i0, dv - i0);
-                }
-            }
-        }
+    int64_t d = m->n_embd;
+    float rs = m->residual_scale;
+    for (int64_t t = b; t < e; t++) {
+        float *u = P->u + t * d, *x = P->x + t * d;
+        if (post_norm)
+            rms_norm(u, post_norm, u, d, m->norm_eps);
+        if (rs != 1.0f)
+            for (int64_t i = 0; i < d; i++)
+                x[i] += u[i] * rs;
+        else
+            for (int64_t i = 0; i < d; i++)
+                x[i] += u[i];
     }
 }
 
-static void swiglu_rows(void *arg, int64_t b, int64_t e, int thread) {
+static void attn_residual_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
-    int64_t f = P->m->n_ff;
-    for (int64_t i = b * f; i < e * f; i++) {
-        float gv = P->g[i];
-        P->g[i] = gv / (1.0f + expf(-gv)) * P->u[i];
-    }
+    residual_rows_with(P, P->w->post_attn_norm, b, e);
 }
 
-static void residual_rows(void *arg, int64_t b, int64_t e, int thread) {
+static void ffn_residual_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
-    int64_t d = P->m->n_embd;
-    for (int64_t i = b * d; i < e * d; i++)
-        P->x[i] += P->u[i];
+    residual_rows_with(P, P->w->post_ffn_norm, b, e);
+    float os = P->w->out_scale;
+    if (os != 1.0f)
+        for (int64_t i = b * P->m->n_embd; i < e * P->m->n_embd; i++)
+            P->x[i] *= os;
 }
 
 static void output_norm_rows(void *arg, int64_t b, int64_t e, int thread) {
@@ -277,12 +268,29 @@ static int64_t grain_for(int64_t floats_per_item) {
     return g > 1 ? g : 1;
 }
 
-static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok,
-                                 int32_t max_pos, pass *P, tl_error *err) {
-    int64_t E = m->n_embd, nq = (int64_t)m->n_head * m->head_dim_k, no = (int64_t)m->n_head * m->head_dim_v;
+/* Floats per token of the widest fused matrix output (0 when there is none). */
+static int64_t fused_floats(const tl_model *m) {
+    int64_t most = 0;
+    for (int32_t l = 0; l < m->n_layer; l++) {
+        const tl_layer_weights *w = &m->layers[l];
+        if (w->wqkv.data && w->wqkv.n_out > most)
+            most = w->wqkv.n_out;
+        if (!w->w_gate.data && w->w_up.n_out > most)
+            most = w->w_up.n_out;
+    }
+    return most;
+}
+
+static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *sc, int32_t n_tok, pass *P,
+                                 tl_error *err) {
+    int64_t E = m->n_embd, nq = m->max_q, no = 0;
+    for (int32_t l = 0; l < m->n_layer; l++) {
+        int64_t o = (int64_t)m->n_head * m->layers[l].head_dim_v;
+        no = o > no ? o : no;
+    }
     int64_t hs = E > no ? E : no, F = m->n_ff, nk = tl_model_kv_k(m), nv = tl_model_kv_v(m);
-    int64_t ue = F > E ? F : E;
-    size_t need = (size_t)n_tok * (size_t)(E + hs + nq + nk + nv + F + ue);
+    int64_t ue = F > E ? F : E, fu = fused_floats(m);
+    size_t need = (size_t)n_tok * (size_t)(E + hs + nq + nk + nv + F + ue + fu);
     if (need > sc->cap_floats) {
         free(sc->buf);
         sc->buf = malloc(sizeof(float) * need);
@@ -290,28 +298,29 @@ static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *
         if (!sc->buf)
             return tl_error_set(err, TL_ERR_NOMEM, "out of memory for activations of %d tokens", n_tok);
     }
-    /* per-thread scores: attention weights of a head group over max_pos+1 rows, or RoPE cos/sin */
-    size_t att = ((size_t)max_pos + 1) * (size_t)(m->n_head / m->n_head_kv);
-    size_t stride = att > (size_t)m->rope_dim ? att : (size_t)m->rope_dim;
-    stride = (stride + 15) & ~(size_t)15;
+    /* per thread: RoPE cos/sin of one position */
+    int32_t max_rope = 0;
+    for (int32_t i = 0; i < m->n_ropes; i++)
+        max_rope = m->ropes[i].dim > max_rope ? m->ropes[i].dim : max_rope;
+    size_t stride = ((size_t)max_rope + 16) & ~(size_t)15;
     size_t n_threads = (size_t)tl_pool_size(pool);
     if (stride * n_threads > sc->cap_scores) {
         free(sc->scores);
         sc->scores = malloc(sizeof(float) * stride * n_threads);
         sc->cap_scores = sc->scores ? stride * n_threads : 0;
         if (!sc->scores)
-            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention scores");
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for RoPE tables");
     }
     sc->score_stride = stride;
     float *p = sc->buf;
     P->x = p, p += (size_t)n_tok * E;
     P->h = p, p += (size_t)n_tok * hs;
-    P->h_stride = no;
     P->q = p, p += (size_t)n_tok * nq;
     P->k = p, p += (size_t)n_tok * nk;
     P->v = p, p += (size_t)n_tok * nv;
     P->g = p, p += (size_t)n_tok * F;
-    P->u = p;
+    P->u = p, p += (size_t)n_tok * ue;
+    P->f = fu ? p : NULL;
     return TL_OK;
 }
 
@@ -319,46 +328,79 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
                      int32_t n_tok, float *hidden_out, tl_error *err) {
     if (n_tok <= 0)
         return TL_OK;
-    int32_t max_pos = 0;
-    for (int32_t t = 0; t < n_tok; t++) {
+    for (int32_t t = 0; t < n_tok; t++)
         if (toks[t].id < 0 || toks[t].id >= m->n_vocab)
             return tl_error_set(err, TL_ERR_INVALID, "token id %d out of range [0, %d)", toks[t].id, m->n_vocab);
-        if (toks[t].pos > max_pos)
-            max_pos = toks[t].pos;
-    }
     pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out};
-    tl_status st = scratch_reserve(m, pool, sc, n_tok, max_pos, &P, err);
+    tl_status st = scratch_reserve(m, pool, sc, n_tok, &P, err);
     if (st != TL_OK)
         return st;
     /* Items per pool chunk: enough work (~8K floats) that waking a thread pays. */
     int64_t g_embd = grain_for(m->n_embd), g_ff = grain_for(m->n_ff);
-    int64_t g_att = grain_for(((int64_t)max_pos + 1) * (m->head_dim_k + m->head_dim_v) * (m->n_head / m->n_head_kv));
     tl_pool_run(pool, n_tok, g_embd, embed_rows, &P);
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];
         P.layer = l;
+        P.w = w;
+        int64_t nq = (int64_t)m->n_head * w->head_dim_k, nv = (int64_t)w->n_head_kv * w->head_dim_v;
+        P.h_stride = (int64_t)m->n_head * w->head_dim_v;
         tl_pool_run(pool, n_tok, g_embd, attn_norm_rows, &P);
-        tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
-        tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
-        tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
-        tl_pool_run(pool, n_tok, g_embd, qk_prepare_rows, &P);
+        if (w->wqkv.data) {
+            P.fused_stride = w->wqkv.n_out;
+            tl_matmul(pool, &w->wqkv, P.h, n_tok, P.f);
+            tl_pool_run(pool, n_tok, grain_for(w->wqkv.n_out), qkv_split_rows, &P);
+        } else {
+            tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
+            tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
+            if (w->wv.data)
+                tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
+        }
+        tl_pool_run(pool, n_tok, grain_for(nq + nv), qk_prepare_rows, &P);
         /* attention output (n_tok, n_head * head_dim_v) goes into h */
-        tl_pool_run(pool, (int64_t)n_tok * m->n_head_kv, g_att, attention_items, &P);
+        tl_attn_params ap = {.scale = w->attn_scale, .softcap = m->attn_softcap, .window = w->window};
+        if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
+            return st;
         tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
-        tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, attn_residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
-        tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
-        tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
-        tl_pool_run(pool, n_tok, g_ff, swiglu_rows, &P);
+        if (w->w_gate.data) {
+            tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
+            tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+        } else {
+            P.fused_stride = w->w_up.n_out;
+            tl_matmul(pool, &w->w_up, P.h, n_tok, P.f);
+        }
+        tl_pool_run(pool, n_tok, g_ff, glu_rows, &P);
         tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
-        tl_pool_run(pool, n_tok, g_embd, residual_rows, &P);
+        tl_pool_run(pool, n_tok, g_embd, ffn_residual_rows, &P);
     }
     if (hidden_out)
         tl_pool_run(pool, n_tok, g_embd, output_norm_rows, &P);
     return TL_OK;
 }
 
+/* Granite's logit scale and the final soft-cap, per logit. */
+static void logit_post_items(void *arg, int64_t b, int64_t e, int thread) {
+    const void **a = arg;
+    const tl_model *m = a[0];
+    float *logits = (float *)a[1];
+    float inv = 1.0f / m->logit_scale, cap = m->final_softcap;
+    for (int64_t i = b; i < e; i++) {
+        float l = logits[i];
+        if (m->logit_scale != 1.0f)
+            l *= inv;
+        if (cap > 0.0f)
+            l = cap * tanhf(l / cap);
+        logits[i] = l;
+    }
+}
+
 void tl_forward_logits(const tl_model *m, tl_pool *pool, const float *hidden, int32_t n_rows, float *logits) {
-    if (n_rows > 0)
-        tl_matmul(pool, &m->output, hidden, n_rows, logits);
+    if (n_rows <= 0)
+        return;
+    tl_matmul(pool, &m->output, hidden, n_rows, logits);
+    if (m->logit_scale != 1.0f || m->final_softcap > 0.0f) {
+        const void *arg[2] = {m, logits};
+        tl_pool_run(pool, (int64_t)n_rows * m->n_vocab, 16384, logit_post_items, (void *)arg);
+    }
 }

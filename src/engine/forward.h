@@ -10,6 +10,7 @@
 #ifndef TL_ENGINE_FORWARD_H
 #define TL_ENGINE_FORWARD_H
 
+#include "engine/attention.h"
 #include "engine/kv_cache.h"
 
 typedef struct fwd_token {
@@ -23,9 +24,10 @@ typedef struct fwd_token {
 typedef struct fwd_scratch {
     float *buf;
     size_t cap_floats;
-    float *scores;       /* per thread: (score_stride) attention weights */
+    float *scores;       /* per thread: (score_stride) RoPE cos/sin */
     size_t score_stride;
     size_t cap_scores;
+    tl_attn_scratch att; /* attention.c's */
 } fwd_scratch;
 
 void fwd_scratch_free(fwd_scratch *sc);

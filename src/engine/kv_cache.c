@@ -10,11 +10,9 @@
 
 void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes) {
     memset(c, 0, sizeof *c);
-    c->n_layer = m->n_layer;
-    c->kv_k = tl_model_kv_k(m);
-    c->kv_v = tl_model_kv_v(m);
-    c->layer_floats = (size_t)TL_KV_BLOCK * (size_t)(c->kv_k + c->kv_v);
-    c->node_bytes = sizeof(kv_node) + sizeof(float) * c->layer_floats * (size_t)c->n_layer;
+    c->m = m;
+    c->block_floats = (size_t)TL_KV_BLOCK * (size_t)m->kv_floats;
+    c->node_bytes = sizeof(kv_node) + sizeof(float) * c->block_floats;
     c->budget_bytes = budget_bytes;
 }
 
@@ -80,7 +78,7 @@ static kv_node *node_new(kv_cache *c, kv_node *parent, tl_error *err) {
     if (!nd)
         goto oom;
     /* zeroed: attention scores whole blocks, including rows not yet written */
-    nd->kv = calloc(c->layer_floats * (size_t)c->n_layer, sizeof(float));
+    nd->kv = calloc(c->block_floats, sizeof(float));
     if (!nd->kv)
         goto oom;
     if (c->n_nodes == c->cap_nodes) {
@@ -227,7 +225,7 @@ tl_status kv_seq_acquire(kv_cache *c, const int32_t *ids, int32_t n, kv_seq *s, 
             }
             s->first_new = s->n_path - 1;
             /* whole blocks (keys are transposed); rows >= l are overwritten before use */
-            memcpy(cp->kv, ch->kv, sizeof(float) * c->layer_floats * (size_t)c->n_layer);
+            memcpy(cp->kv, ch->kv, sizeof(float) * c->block_floats);
             memcpy(cp->tokens, ch->tokens, sizeof(int32_t) * (size_t)l);
             cp->n_planned = l; /* n_ready stays 0 until commit: nobody matches it before */
             write = cp;

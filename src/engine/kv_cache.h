@@ -17,11 +17,12 @@
 #ifndef TL_ENGINE_KV_CACHE_H
 #define TL_ENGINE_KV_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/model_internal.h"
 
-#define TL_KV_BLOCK 16 /* forward.c scores a block as two 8-lane vectors */
+#define TL_KV_BLOCK 16 /* attention.c scores a block as two 8-lane vectors */
 
 typedef struct kv_node kv_node;
 struct kv_node {
@@ -34,19 +35,20 @@ struct kv_node {
     int32_t pins;
     size_t index;        /* in kv_cache.nodes */
     uint64_t last_used;  /* kv_cache.tick when last on a path */
-    float *kv;           /* n_layer x { K: kv_k x TL_KV_BLOCK (transposed), V: TL_KV_BLOCK x kv_v } */
+    float *kv;           /* per layer l { K: kv_k(l) x TL_KV_BLOCK (transposed), V: TL_KV_BLOCK x kv_v(l) } */
 };
 
 typedef struct kv_cache {
     kv_node root;        /* no tokens, no kv */
     kv_node **nodes;     /* every node but the root */
     size_t n_nodes, cap_nodes;
-    int32_t n_layer;
-    int64_t kv_k, kv_v;  /* floats per row of K / V */
-    size_t layer_floats; /* TL_KV_BLOCK * (kv_k + kv_v) */
+    const tl_model *m;   /* layer shapes (each layer has its own K / V row widths) */
+    size_t block_floats; /* TL_KV_BLOCK * the K + V row widths of all layers */
     size_t node_bytes;   /* what one node costs, counted against the budget */
     size_t budget_bytes;
     uint64_t tick;
+    bool rope_long;      /* the session's context exceeds the model's original one: layers
+                            with LongRoPE factors rotate by the long ones (the rows depend on it) */
 } kv_cache;
 
 /* One sequence's hold on the cache during an evaluation: the path covering
@@ -68,12 +70,13 @@ static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->
  * block of rows with vector loads and no horizontal sums: element d of row r
  * of kv head g is at kv_k_block(...)[(g * head_dim + d) * TL_KV_BLOCK + r]. */
 static inline float *kv_k_block(const kv_cache *c, const kv_node *nd, int32_t layer) {
-    return nd->kv + (size_t)layer * c->layer_floats;
+    return nd->kv + (size_t)TL_KV_BLOCK * (size_t)c->m->layers[layer].kv_off;
 }
-/* Values are row-major: row r is kv_v floats, kv head after kv head. */
+/* Values are row-major: row r is the layer's kv_v floats, kv head after kv head. */
 static inline float *kv_v_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
-    return nd->kv + (size_t)layer * c->layer_floats + (size_t)TL_KV_BLOCK * (size_t)c->kv_k +
-           (size_t)row * (size_t)c->kv_v;
+    const tl_layer_weights *w = &c->m->layers[layer];
+    int64_t kk = (int64_t)w->n_head_kv * w->head_dim_k, vv = (int64_t)w->n_head_kv * w->head_dim_v;
+    return nd->kv + (size_t)TL_KV_BLOCK * (size_t)(w->kv_off + kk) + (size_t)row * (size_t)vv;
 }
 
 /* Finds the longest ready prefix of ids[0..n) and builds (pins) a path

@@ -64,6 +64,8 @@ tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_
     s->m = m;
     s->n_ctx = p.n_ctx ? p.n_ctx : m->n_ctx_train;
     kv_cache_init(&s->cache, m, 0);
+    /* LongRoPE picks its factors by the context size, not the position (as llama.cpp does) */
+    s->cache.rope_long = s->n_ctx > m->n_ctx_orig;
     size_t budget = p.cache_mb << 20;
     if (!p.cache_mb) {
         /* enough for the whole context, within sensible bounds */

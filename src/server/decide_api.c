@@ -119,6 +119,15 @@ bad:
     return false;
 }
 
+tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
+                        const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    sched_wait w = server_wait_for(s, req);
+    tl_backend b;
+    sched_backend_impl impl;
+    tl_sched_backend_init(&b, &impl, s->sched, s->model, &w);
+    return tl_decide(&b, context, context_len, schema, opts, result, err);
+}
+
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     decide_request dr;
     parse_failure f;
@@ -132,10 +141,6 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
         decide_request_free(&dr);
         return;
     }
-    sched_wait w = server_wait_for(s, req);
-    tl_backend b;
-    sched_backend_impl impl;
-    tl_sched_backend_init(&b, &impl, s->sched, s->model, &w);
     tl_decide_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.mode = dr.mode;
@@ -145,7 +150,7 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     opts.threshold = dr.threshold;
     json_t *result = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide(&b, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
+    tl_status st = server_decide(s, req, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
     tl_server_slot_release(s);
     if (st == TL_OK) {
         reply_json(r, 200, result);

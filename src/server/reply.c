@@ -2,7 +2,8 @@
  * speaks: SGLang's {"error":{"message","code"}} on its native endpoints and
  * FastAPI's {"detail":...} on the System One / decide endpoints (which
  * clients parse: a 422 carries a list with loc paths, auth and limit errors
- * an object with error_type). */
+ * an object with error_type), and OpenAI's {"error":{"message","type",
+ * "param","code"}} on /v1/decisions, /v1/chat/completions, /v1/completions. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,32 @@ void reply_typed_error(tl_http_reply *r, int status, const char *error_type, con
     va_end(ap);
     reply_json(r, status, json_pack("{s:{s:s,s:o}}", "detail", "error_type", error_type, "message",
                                     json_string_lossy(msg, strlen(msg))));
+}
+
+void reply_openai_error(tl_http_reply *r, int status, const char *type, const char *param, const char *code,
+                        const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_json(r, status, openai_error_body(type, param, code, msg));
+}
+
+void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    f->status = status;
+    f->body = openai_error_body("invalid_request_error", param, code, msg);
+}
+
+json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg) {
+    return json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", json_string_lossy(msg, strlen(msg)), "type", type,
+                     "param", param ? json_string_lossy(param, strlen(param)) : json_null(), "code",
+                     code ? json_string(code) : json_null());
 }
 
 /* The one map from a library status to HTTP. The typed APIs (/v1/decide,
@@ -116,5 +143,18 @@ json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_
                                "json_invalid");
     else
         fail->body = json_pack("{s:{s:o,s:i}}", "error", "message", m, "code", 400);
+    return NULL;
+}
+
+json_t *parse_json_body_openai(const char *body, size_t len, parse_failure *fail) {
+    json_error_t je;
+    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (root)
+        return root;
+    char msg[400];
+    snprintf(msg, sizeof msg, "We could not parse the JSON body of your request: line %d, column %d: %s", je.line,
+             je.column, je.text);
+    fail->status = 400;
+    fail->body = openai_error_body("invalid_request_error", NULL, NULL, msg);
     return NULL;
 }

@@ -32,6 +32,8 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->p.host = s->host;
     s->p.api_key = s->api_key;
     if (!s->p.max_body) s->p.max_body = 8u << 20;
+    s->od_max_questions = params->max_questions > 0 && params->max_questions < OD_MAX_QUESTIONS ? params->max_questions
+                                                                                                 : OD_MAX_QUESTIONS;
     if (s->p.max_questions <= 0) s->p.max_questions = 256;
     if (s->p.max_new_tokens <= 0) s->p.max_new_tokens = 4096;
     if (s->p.max_queue <= 0) s->p.max_queue = 64;
@@ -41,9 +43,20 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->n_vocab = tl_model_n_vocab(m);
     s->n_ctx = tl_model_n_ctx_train(m);
     if (s->p.max_tokens <= 0 || s->p.max_tokens > s->n_ctx) s->p.max_tokens = s->n_ctx;
+    char tb[512];
+    for (int32_t id = 0; id < tl_vocab_n_tokens(s->vocab); id++) {
+        size_t n = tl_vocab_token_bytes(s->vocab, id, true, tb, sizeof tb);
+        size_t m = tl_vocab_token_bytes(s->vocab, id, false, tb, sizeof tb);
+        n = n > m ? n : m;
+        if (n > s->max_token_bytes)
+            s->max_token_bytes = n;
+    }
+    if (s->max_token_bytes == 0)
+        s->max_token_bytes = 1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->streams_cv, NULL);
     s->started_s = tl_now_s();
+    s->started_wall = time(NULL);
     tl_session_params sp = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0};
     tl_status st = tl_session_new(m, &sp, &s->session, err);
     if (st == TL_OK)
@@ -99,12 +112,32 @@ void tl_server_stream_done(tl_server *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
+uint64_t tl_server_next_rid(tl_server *s) {
+    pthread_mutex_lock(&s->mu);
+    uint64_t r = ++s->next_rid;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
     sched_wait w = {0};
     w.deadline_s = tl_now_s() + s->p.request_timeout_s;
     w.client_gone = req->client_gone;
     w.client_ctx = req->client_ctx;
     return w;
+}
+
+tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err) {
+    size_t lower = (n + s->max_token_bytes - 1) / s->max_token_bytes;
+    if (lower > (size_t)s->p.max_tokens) {
+        *n_tok = lower;
+        return tl_error_set(err, TL_ERR_LIMIT, "the text (%zu bytes) is at least %zu tokens; this server accepts %d", n,
+                            lower, s->p.max_tokens);
+    }
+    int32_t *ids = NULL;
+    tl_status st = tl_vocab_tokenize(s->vocab, text, n, false, false, &ids, n_tok, err);
+    free(ids);
+    return st;
 }
 
 /* ---- routing (socket-free) ----------------------------------------------------- */
@@ -118,11 +151,18 @@ static bool key_matches(const char *want, const char *got) {
     return diff == 0 && wl == gl;
 }
 
+/* The error dialect of a route: what its clients parse. */
+typedef enum route_dialect {
+    DIALECT_SGLANG,  /* {"error":{"message","code"}} */
+    DIALECT_FASTAPI, /* {"detail":...} (System One, /v1/decide) */
+    DIALECT_OPENAI   /* {"error":{"message","type","param","code"}} */
+} route_dialect;
+
 typedef struct route {
     const char *method; /* NULL: GET or POST */
     const char *path;
     void (*handler)(tl_server *s, const tl_http_request *req, tl_http_reply *r);
-    bool fastapi_errors; /* System One dialect for generic errors */
+    route_dialect dialect;
 } route;
 
 static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -134,20 +174,44 @@ static void handle_health(tl_server *s, const tl_http_request *req, tl_http_repl
 }
 
 static const route routes[] = {
-    {"GET", "/health", handle_health, false},
-    {"GET", "/health_generate", handle_health_generate, false},
-    {"POST", "/generate", handle_generate, false},
-    {"POST", "/tokenize", handle_tokenize, false},
-    {"POST", "/v1/tokenize", handle_tokenize, false},
-    {"POST", "/detokenize", handle_detokenize, false},
-    {"POST", "/v1/detokenize", handle_detokenize, false},
-    {"GET", "/model_info", handle_model_info, false},
-    {"GET", "/get_model_info", handle_model_info, false},
-    {NULL, "/flush_cache", handle_flush_cache, false},
-    {"POST", "/v1/systemone", handle_systemone, true},
-    {"GET", "/v1/models", handle_models, true},
-    {"POST", "/v1/decide", handle_decide, true},
+    {"GET", "/health", handle_health, DIALECT_SGLANG},
+    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG},
+    {"POST", "/generate", handle_generate, DIALECT_SGLANG},
+    {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG},
+    {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG},
+    {"POST", "/detokenize", handle_detokenize, DIALECT_SGLANG},
+    {"POST", "/v1/detokenize", handle_detokenize, DIALECT_SGLANG},
+    {"GET", "/model_info", handle_model_info, DIALECT_SGLANG},
+    {"GET", "/get_model_info", handle_model_info, DIALECT_SGLANG},
+    {NULL, "/flush_cache", handle_flush_cache, DIALECT_SGLANG},
+    {"POST", "/v1/systemone", handle_systemone, DIALECT_FASTAPI},
+    {"GET", "/v1/models", handle_models, DIALECT_FASTAPI},
+    {"POST", "/v1/decide", handle_decide, DIALECT_FASTAPI},
+    {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI},
+    {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI},
+    {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI},
 };
+
+/* Auth failures and oversize bodies, in the route's dialect. */
+static void reply_auth_error(tl_http_reply *r, route_dialect d, bool missing) {
+    if (d == DIALECT_OPENAI)
+        reply_openai_error(r, 401, "invalid_request_error", NULL, missing ? NULL : "invalid_api_key",
+                           missing ? "You didn't provide an API key: send Authorization: Bearer KEY"
+                                   : "Incorrect API key provided");
+    else
+        reply_typed_error(r, missing ? 403 : 401, "authentication_error", "%s",
+                          missing ? "missing API key: send Authorization: Bearer KEY" : "invalid API key");
+}
+
+static void reply_too_large(tl_http_reply *r, route_dialect d, size_t limit) {
+    const char *fmt = "the request body exceeds this server's limit of %zu bytes (--max-body)";
+    if (d == DIALECT_OPENAI)
+        reply_openai_error(r, 413, "invalid_request_error", NULL, "request_too_large", fmt, limit);
+    else if (d == DIALECT_FASTAPI)
+        reply_typed_error(r, 413, "request_too_large", fmt, limit);
+    else
+        reply_sglang_error(r, 413, fmt, limit);
+}
 
 void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     r->status = 500;
@@ -180,21 +244,17 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
     if (s->api_key && strcmp(path, "/health")) {
         const char *auth = req->authorization;
         if (!auth || !*auth) {
-            reply_typed_error(r, 403, "authentication_error", "missing API key: send Authorization: Bearer KEY");
+            reply_auth_error(r, rt->dialect, true);
             return;
         }
         const char *key = !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
         if (!key || !key_matches(s->api_key, key)) {
-            reply_typed_error(r, 401, "authentication_error", "invalid API key");
+            reply_auth_error(r, rt->dialect, false);
             return;
         }
     }
     if (req->body_too_large) {
-        if (rt->fastapi_errors)
-            reply_typed_error(r, 413, "request_too_large", "the request body exceeds this server's limit of %zu bytes",
-                              s->p.max_body);
-        else
-            reply_sglang_error(r, 413, "the request body exceeds this server's limit of %zu bytes", s->p.max_body);
+        reply_too_large(r, rt->dialect, s->p.max_body);
         return;
     }
     rt->handler(s, req, r);

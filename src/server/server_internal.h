@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "server/server.h"
@@ -71,12 +72,18 @@ struct tl_server {
     int in_flight;              /* requests holding a model slot */
     int streams;                /* streaming generations still running on their own threads */
     pthread_cond_t streams_cv;  /* signalled when streams drops */
+    uint64_t next_rid;          /* OpenAI response ids */
     double started_s;
+    time_t started_wall;        /* /v1/models "created" */
+    int od_max_questions;       /* /v1/decisions questions per request */
+    size_t max_token_bytes;     /* longest token's text (bytes): token-count lower bounds */
 };
 
 /* Takes / releases a model slot; false when max_queue are already in flight (-> 429). */
 bool tl_server_slot_acquire(tl_server *s);
 void tl_server_slot_release(tl_server *s);
+/* A fresh request number (OpenAI ids: chatcmpl-...). */
+uint64_t tl_server_next_rid(tl_server *s);
 /* Counts streaming generations so shutdown can wait for them. */
 void tl_server_stream_begin(tl_server *s);
 void tl_server_stream_done(tl_server *s);
@@ -93,6 +100,14 @@ void reply_detail_error(tl_http_reply *r, int status, json_t *loc, const char *t
 /* {"detail":{"error_type":type,"message":msg}} (auth, limits, overload). */
 void reply_typed_error(tl_http_reply *r, int status, const char *error_type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* OpenAI-style error: {"error":{"message","type","param"|null,"code"|null}}. */
+void reply_openai_error(tl_http_reply *r, int status, const char *type, const char *param, const char *code,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg);
+/* The same as a parse failure (type invalid_request_error). */
+typedef struct parse_failure parse_failure;
+void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* The one map from a status of the model path to HTTP (reply.c's table):
  * the typed APIs answer bad input 422, LIMIT 413; the SGLang API answers bad
  * parameters and over-long input 400, as SGLang does; TIMEOUT 504,
@@ -107,10 +122,10 @@ void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char 
 /* ---- parsers (socket-free; each fuzzed) ---------------------------------- */
 
 /* A validation failure: HTTP status and the reply body to send. */
-typedef struct parse_failure {
+struct parse_failure {
     int status;
     json_t *body;
-} parse_failure;
+};
 
 /* /v1/systemone. */
 typedef enum so_qtype { SO_NOUL, SO_CHOICE, SO_SCORE } so_qtype;
@@ -140,6 +155,37 @@ bool so_build_answers(const so_request *r, const json_t *decide_result, json_t *
 /* TypeSafe's confidence formulas (p: n probabilities). */
 double so_choice_confidence(const double *p, size_t n);
 double so_score_confidence(const double *p, size_t n);
+
+/* /v1/decisions (openai_decisions.c). */
+#define OD_MAX_OPTIONS 255   /* choices / levels per question (the decision core's limit) */
+#define OD_MAX_QUESTIONS 400 /* questions per request (OpenAI's limit; --max-questions lowers it) */
+typedef enum od_qtype { OD_PREDICATE, OD_CHOICE, OD_SCORE } od_qtype;
+typedef struct od_question {
+    od_qtype type;
+    char *name;              /* or NULL (answered as null) */
+    char *instructions;      /* text parts joined; JSON parts compacted */
+    const json_t *options;   /* borrowed from the request: choices / levels array; NULL for predicates */
+    size_t n_options;
+} od_question;
+typedef struct od_request {
+    json_t *root;            /* the parsed body (owns options) */
+    char *model;
+    char *input;             /* the rendered input (the shared context) */
+    size_t input_len;
+    od_question *questions;
+    size_t n_questions;
+    bool return_prompt_token_ids; /* extension (as SGLang): the rendered prompt and label ids per answer */
+} od_request;
+/* Parses and validates; on failure fills *fail (OpenAI error body, 400). */
+bool od_request_parse(const char *body, size_t len, int max_questions, od_request *out, parse_failure *fail);
+void od_request_free(od_request *r);
+json_t *od_build_schema(const od_request *r);
+bool od_build_answers(const od_request *r, const json_t *decide_result, json_t **answers, tl_error *err);
+/* From one field of tl_decide's result: its probabilities for keys[0..n)
+ * renormalized (never NaN), and its label mass (the full-vocabulary
+ * probability of its labels at the answer position). */
+bool decision_read_probs(const json_t *field, const char *const *keys, size_t n, double *p, tl_error *err);
+double decision_label_mass(const json_t *field);
 
 /* /generate. One item of a (possibly batched) request. */
 typedef struct gen_params {
@@ -179,6 +225,43 @@ typedef struct gen_request {
 } gen_request;
 bool gen_request_parse(const char *body, size_t len, int32_t n_vocab, int max_new_tokens_cap, gen_request *out,
                        parse_failure *fail);
+/* The same from a parsed body (the OpenAI endpoints build one). */
+bool gen_request_from_json(const json_t *root, int32_t n_vocab, int max_new_tokens_cap, gen_request *out,
+                           parse_failure *fail);
+/* Logprob entries one request may ask for: (prompt positions scored +
+ * max_new_tokens) x (top_logprobs_num + token_ids_logprob + 1), summed over
+ * items. Bounds the reply's size and the memory that builds it. */
+#define GEN_MAX_LOGPROB_ENTRIES 4000000ull
+
+/* ---- server-sent events (stream.c) ----------------------------------------- */
+
+/* Where a stream's events go: a pipe (fd >= 0) or, socket-free, a buffer. */
+typedef struct sse_out {
+    int fd;
+    tl_strbuf buf;
+} sse_out;
+#define SSE_OUT_BUFFER {.fd = -1, .buf = TL_STRBUF_INIT}
+/* `data: JSON` (ev stolen) / `data: [DONE]`; false when the reader is gone. */
+bool sse_send_json(sse_out *o, json_t *ev);
+bool sse_send_done(sse_out *o);
+/* Starts run(job, out) on a detached thread writing into a pipe and makes r
+ * a streaming reply reading from it. The caller holds a model slot, which
+ * the thread releases when run returns (run frees job). false: nothing was
+ * started; the caller still owns job and the slot. */
+bool server_stream_start(tl_server *s, tl_http_reply *r, void (*run)(void *job, sse_out *out), void *job);
+
+/* Generation (sglang_api.c), shared by /generate and the OpenAI endpoints. */
+typedef struct gen_sink {
+    /* Called after every generated token with that item's reply object so
+     * far (ev stolen; for a batch it carries "index"); false: stop (client gone). */
+    bool (*event)(void *ctx, size_t item, json_t *ev);
+    void *ctx;
+} gen_sink;
+/* Runs rq; *result is /generate's reply (an object, or a list for a batch).
+ * *http_status: the status an error maps to (400/413 bad input, else 500). */
+tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result, const gen_sink *sink,
+                  int *http_status, tl_error *err);
+int generate_error_status(tl_status st, int hs);
 void gen_request_free(gen_request *r);
 
 /* /v1/decide. */
@@ -213,6 +296,8 @@ json_t *json_string_lossy(const char *s, size_t n);
 
 /* JSON body parse shared by the parsers: 400 with line:column on syntax errors. */
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail);
+/* The same with OpenAI's error body (400 invalid_request_error). */
+json_t *parse_json_body_openai(const char *body, size_t len, parse_failure *fail);
 
 /* ---- handlers ------------------------------------------------------------- */
 void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r);
@@ -224,6 +309,21 @@ void handle_flush_cache(tl_server *s, const tl_http_request *req, tl_http_reply 
 void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+
+/* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
+ * byte length alone proves it exceeds --max-tokens (n / the vocabulary's
+ * longest token), returns TL_ERR_LIMIT with *n_tok = that lower bound and
+ * does not tokenize, so an oversized text costs no tokenizer memory. */
+tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
+
+/* tl_decide through the scheduler under the request's deadline and
+ * cancellation (decide_api.c): what every decision endpoint runs. */
+struct tl_decide_opts;
+tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
+                        const json_t *schema, const struct tl_decide_opts *opts, json_t **result, tl_error *err);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);

@@ -262,6 +262,15 @@ bool gen_request_parse(const char *body, size_t len, int32_t n_vocab, int cap, g
     json_t *root = parse_json_body(body, len, false, f);
     if (!root)
         return false;
+    bool ok = gen_request_from_json(root, n_vocab, cap, out, f);
+    json_decref(root);
+    return ok;
+}
+
+bool gen_request_from_json(const json_t *root, int32_t n_vocab, int cap, gen_request *out, parse_failure *f) {
+    memset(out, 0, sizeof *out);
+    f->status = 0;
+    f->body = NULL;
     bool ok = false;
     if (!json_is_object(root)) {
         fail_sglang(f, 400, "the body must be a JSON object");
@@ -382,9 +391,9 @@ bool gen_request_parse(const char *body, size_t len, int32_t n_vocab, int cap, g
         for (size_t i = 0; i < out->n_items; i++)
             entries += (unsigned long long)out->items[i].sp.max_new_tokens *
                        ((unsigned long long)out->top_logprobs_num + out->items[i].n_token_ids_logprob + 1);
-        if (entries > 4000000ull) {
+        if (entries > GEN_MAX_LOGPROB_ENTRIES) {
             fail_sglang(f, 413, "max_new_tokens x (top_logprobs_num + token_ids_logprob) asks for %llu logprob "
-                                "entries; the limit is 4000000", entries);
+                                "entries; the limit is %llu", entries, GEN_MAX_LOGPROB_ENTRIES);
             goto done;
         }
     }
@@ -393,7 +402,6 @@ bool gen_request_parse(const char *body, size_t len, int32_t n_vocab, int cap, g
         out->rid = strdup(json_string_value(rid));
     ok = true;
 done:
-    json_decref(root);
     if (!ok)
         gen_request_free(out);
     return ok;
@@ -704,45 +712,9 @@ static void gen_state_free(gen_state *g) {
     json_decref(g->out_ids_lp);
 }
 
-/* Where a streaming request's SSE events go: a buffer (socket-free callers)
- * or a pipe the HTTP layer sends from as they come. write returns false when
- * the reader is gone. */
-typedef struct sse_sink {
-    bool (*write)(void *ctx, const char *data, size_t n);
-    void *ctx;
-} sse_sink;
-
-static bool sse_to_strbuf(void *ctx, const char *data, size_t n) { return tl_strbuf_append(ctx, data, n); }
-
-static bool sse_to_fd(void *ctx, const char *data, size_t n) {
-    int fd = *(int *)ctx;
-    while (n) {
-        ssize_t w = write(fd, data, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false; /* EPIPE: the client (and MHD's read end) went away */
-        data += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool sse_event(const sse_sink *sink, json_t *ev) {
-    char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(ev);
-    tl_strbuf b = TL_STRBUF_INIT;
-    tl_strbuf_printf(&b, "data: %s\n\n", line ? line : "{}");
-    free(line);
-    bool ok = sink->write(sink->ctx, b.buf, b.len);
-    tl_strbuf_free(&b);
-    return ok;
-}
-
-/* Runs the whole request; on success *result is the reply JSON (object or
- * list); with a sink, every generated token also emits an event there. */
-static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result,
-                              const sse_sink *sse, int *http_status, tl_error *err) {
+/* An item's reply object as /generate sends it (streams: one per token). */
+tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result, const gen_sink *sse,
+                  int *http_status, tl_error *err) {
     double t0 = tl_now_s();
     size_t ni = rq->n_items;
     gen_state *gs = calloc(ni, sizeof *gs);
@@ -757,6 +729,7 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
     if (!gs)
         return tl_error_set(err, TL_ERR_NOMEM, "generate: out of memory");
     uint64_t base_seed = tl_now_ns();
+    unsigned long long entries = 0;
     for (size_t i = 0; i < ni; i++) {
         gen_state *g = &gs[i];
         gen_item *it = &rq->items[i];
@@ -776,8 +749,16 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
                 }
         } else {
             int32_t *ids = NULL;
-            size_t n = 0;
-            st = tl_vocab_tokenize(s->vocab, it->text, strlen(it->text), true, true, &ids, &n, err);
+            size_t n = 0, bytes = strlen(it->text);
+            if (bytes / s->max_token_bytes > (size_t)s->p.max_tokens) { /* cannot fit: refuse before tokenizing */
+                st = tl_error_set(err, TL_ERR_LIMIT,
+                                  "item %zu: the text (%zu bytes) is at least %zu tokens; the context (%d) or this "
+                                  "server's prompt limit (%d) cannot hold it", i, bytes, bytes / s->max_token_bytes,
+                                  s->n_ctx, s->p.max_tokens);
+                *http_status = 400;
+                goto done;
+            }
+            st = tl_vocab_tokenize(s->vocab, it->text, bytes, true, true, &ids, &n, err);
             if (st != TL_OK) {
                 tl_error_wrap(err, "text[%zu]", i);
                 goto done;
@@ -798,6 +779,19 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
                               "or this server's prompt limit (%d)",
                               i, g->n_prompt, it->sp.max_new_tokens, s->n_ctx, s->p.max_tokens);
             *http_status = 400;
+            goto done;
+        }
+        size_t scored = (size_t)it->sp.max_new_tokens;
+        if (rq->return_logprob && rq->logprob_start_len >= 0)
+            scored += g->n_prompt - ((size_t)rq->logprob_start_len < g->n_prompt ? (size_t)rq->logprob_start_len : 0);
+        if (rq->return_logprob)
+            entries += (unsigned long long)scored * ((unsigned long long)rq->top_logprobs_num + it->n_token_ids_logprob + 1);
+        if (entries > GEN_MAX_LOGPROB_ENTRIES) {
+            st = tl_error_set(err, TL_ERR_LIMIT,
+                              "(prompt positions from logprob_start_len + max_new_tokens) x items x (top_logprobs_num "
+                              "+ token_ids_logprob + 1) asks for at least %llu logprob entries; the limit is %llu",
+                              entries, GEN_MAX_LOGPROB_ENTRIES);
+            *http_status = 413;
             goto done;
         }
         if (it->sp.regex) {
@@ -917,7 +911,7 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
                                       g->item->has_token_ids_logprob ? ids_list(s, lp, g->item, wt) : json_null());
             }
             check_stop(s, g, id, &text);
-            if (sse && !sse_event(sse, item_result(s, rq, g, t0, which[j], rq->batch))) {
+            if (sse && !sse->event(sse->ctx, which[j], item_result(s, rq, g, t0, which[j], rq->batch))) {
                 st = tl_error_set(err, TL_ERR_CANCELLED, "client went away");
                 goto done;
             }
@@ -934,8 +928,7 @@ static tl_status run_generate(tl_server *s, gen_request *rq, const sched_wait *w
         /* Items that produced no token (max_new_tokens 0) still send one event. */
         for (size_t i = 0; i < ni; i++)
             if (!gs[i].n_out)
-                sse_event(sse, item_result(s, rq, &gs[i], t0, i, rq->batch));
-        sse->write(sse->ctx, "data: [DONE]\n\n", 14);
+                sse->event(sse->ctx, i, item_result(s, rq, &gs[i], t0, i, rq->batch));
     }
     *http_status = 200;
 done:
@@ -953,46 +946,45 @@ done:
     return st;
 }
 
-static int generate_error_status(tl_status st, int hs) {
+int generate_error_status(tl_status st, int hs) {
+    if (hs == 413)
+        return 413;
     if (hs == 400 && st != TL_ERR_TIMEOUT && st != TL_ERR_CANCELLED)
         return 400;
     return http_status_for(st, HTTP_API_SGLANG);
 }
 
-/* A streaming request generates on its own thread, writing events into a
- * pipe the HTTP layer sends from as they arrive. */
+/* SGLang's events: each item's reply object as a data: line. */
+static bool sglang_event(void *ctx, size_t item, json_t *ev) {
+    (void)item;
+    return sse_send_json(ctx, ev);
+}
+
+/* A streaming /generate: runs on the stream thread, writes events to the pipe. */
 typedef struct stream_job {
     tl_server *s;
     gen_request rq;
     sched_wait w;
-    int fd;
 } stream_job;
 
-static void *stream_main(void *arg) {
+static void stream_generate(void *arg, sse_out *out) {
     stream_job *j = arg;
-    /* A write to a pipe whose reader is gone must fail with EPIPE, not kill us. */
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
-    sse_sink sink = {sse_to_fd, &j->fd};
+    gen_sink sink = {sglang_event, out};
     json_t *result = NULL;
     tl_error err = {0};
     int hs = 500;
-    tl_status st = run_generate(j->s, &j->rq, &j->w, &result, &sink, &hs, &err);
+    tl_status st = gen_run(j->s, &j->rq, &j->w, &result, &sink, &hs, &err);
     json_decref(result);
     if (st != TL_OK && st != TL_ERR_CANCELLED) {
         /* As SGLang: an error inside a stream is an event, then the end. */
         int code = generate_error_status(st, hs);
-        sse_event(&sink, json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(err.msg, strlen(err.msg)), "code", code));
-        sink.write(sink.ctx, "data: [DONE]\n\n", 14);
+        sse_send_json(out, json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(err.msg, strlen(err.msg)),
+                                     "code", code));
     }
-    close(j->fd);
+    if (st != TL_ERR_CANCELLED)
+        sse_send_done(out);
     gen_request_free(&j->rq);
-    tl_server_slot_release(j->s);
-    tl_server_stream_done(j->s);
     free(j);
-    return NULL;
 }
 
 void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -1010,30 +1002,14 @@ void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r)
     }
     sched_wait w = server_wait_for(s, req);
     if (rq.stream && req->allow_stream) {
-        int fds[2];
         stream_job *j = calloc(1, sizeof *j);
-        pthread_t t;
-        if (j && pipe2(fds, O_CLOEXEC) == 0) {
+        if (j) {
             j->s = s;
             j->rq = rq;
             j->w = w;
             j->w.client_gone = NULL; /* the pipe reports a departed client */
-            j->fd = fds[1];
-            tl_server_stream_begin(s);
-            pthread_attr_t attr;
-            pthread_attr_init(&attr);
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            int rc = pthread_create(&t, &attr, stream_main, j);
-            pthread_attr_destroy(&attr);
-            if (rc == 0) {
-                r->status = 200;
-                r->content_type = "text/event-stream";
-                r->stream_fd = fds[0];
-                return;
-            }
-            tl_server_stream_done(s);
-            close(fds[0]);
-            close(fds[1]);
+            if (server_stream_start(s, r, stream_generate, j))
+                return; /* the stream thread owns j and the slot */
         }
         free(j);
         tl_server_slot_release(s);
@@ -1042,24 +1018,25 @@ void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r)
         return;
     }
     json_t *result = NULL;
-    tl_strbuf sse = TL_STRBUF_INIT;
-    sse_sink sink = {sse_to_strbuf, &sse};
+    sse_out buffered = SSE_OUT_BUFFER;
+    gen_sink sink = {sglang_event, &buffered};
     tl_error err = {0};
     int hs = 500;
-    tl_status st = run_generate(s, &rq, &w, &result, rq.stream ? &sink : NULL, &hs, &err);
+    tl_status st = gen_run(s, &rq, &w, &result, rq.stream ? &sink : NULL, &hs, &err);
     tl_server_slot_release(s);
     if (st != TL_OK) {
         reply_sglang_error(r, generate_error_status(st, hs), "%s", err.msg);
     } else if (rq.stream) {
         json_decref(result);
+        sse_send_done(&buffered);
         r->status = 200;
         r->content_type = "text/event-stream";
         tl_strbuf_clear(&r->body);
-        tl_strbuf_append(&r->body, sse.buf ? sse.buf : "", sse.len);
+        tl_strbuf_append(&r->body, buffered.buf.buf ? buffered.buf.buf : "", buffered.buf.len);
     } else {
         reply_json(r, 200, result);
     }
-    tl_strbuf_free(&sse);
+    tl_strbuf_free(&buffered.buf);
     gen_request_free(&rq);
 }
 

@@ -335,31 +335,6 @@ double so_score_confidence(const double *p, size_t n) {
     return c < 0 ? 0 : (c > 1 ? 1 : c);
 }
 
-/* Reads field's probabilities for the keys in order into p (renormalized:
- * sums to exactly one up to rounding, never NaN). */
-static bool read_probs(const json_t *field, const char **keys, size_t n, double *p, tl_error *err) {
-    const json_t *probs = json_object_get(field, "probabilities");
-    if (!json_is_object(probs))
-        return tl_error_set(err, TL_ERR_INTERNAL, "decide result has no probabilities object"), false;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *v = json_object_get(probs, keys[i]);
-        double x = json_is_number(v) ? json_number_value(v) : 0.0;
-        if (!isfinite(x) || x < 0)
-            x = 0;
-        p[i] = x;
-        sum += x;
-    }
-    if (!(sum > 0)) {
-        for (size_t i = 0; i < n; i++)
-            p[i] = 1.0 / (double)n;
-        return true;
-    }
-    for (size_t i = 0; i < n; i++)
-        p[i] /= sum;
-    return true;
-}
-
 bool so_build_answers(const so_request *r, const json_t *result, json_t **answers_out, tl_error *err) {
     const json_t *fields = json_object_get(result, "fields");
     if (!json_is_object(fields))
@@ -381,7 +356,7 @@ bool so_build_answers(const so_request *r, const json_t *result, json_t **answer
         if (q->type == SO_NOUL) {
             keys[0] = "true";
             keys[1] = "false";
-            if (!read_probs(field, keys, 2, p, err))
+            if (!decision_read_probs(field, keys, 2, p, err))
                 goto fail;
             a = json_pack("{s:s,s:f}", "type", "noul", "noul", p[0]);
         } else if (q->type == SO_CHOICE) {
@@ -389,7 +364,7 @@ bool so_build_answers(const so_request *r, const json_t *result, json_t **answer
             const char *opt;
             json_t *d;
             json_object_foreach(q->criteria, opt, d) keys[n++] = opt;
-            if (!read_probs(field, keys, n, p, err))
+            if (!decision_read_probs(field, keys, n, p, err))
                 goto fail;
             size_t best = 0;
             json_t *probs = json_object();
@@ -406,7 +381,7 @@ bool so_build_answers(const so_request *r, const json_t *result, json_t **answer
                 snprintf(levels[k], sizeof levels[k], "%zu", k);
                 keys[k] = levels[k];
             }
-            if (!read_probs(field, keys, n, p, err))
+            if (!decision_read_probs(field, keys, n, p, err))
                 goto fail;
             json_t *probs = json_object(), *legend = json_object();
             double mean = 0;
@@ -429,14 +404,20 @@ fail:
 
 /* ---- handlers ----------------------------------------------------------------- */
 
+/* OpenAI's list shape (object, data[] with id/object/created/owned_by), plus
+ * System One's "models" array (name, description, release_date), which its
+ * SDKs read: one body both kinds of client accept. */
 void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
     char desc[300];
     snprintf(desc, sizeof desc, "%s (%s, %s) served by typellm %s", tl_model_name(s->model), tl_model_arch(s->model),
              tl_model_type_name(s->model), TL_VERSION);
     const char *name = tl_model_name(s->model);
-    reply_json(r, 200, json_pack("{s:[{s:o,s:o,s:s}]}", "models", "name", json_string_lossy(name, strlen(name)),
-                                 "description", json_string_lossy(desc, strlen(desc)), "release_date", "2026-01-01"));
+    reply_json(r, 200, json_pack("{s:s,s:[{s:o,s:s,s:I,s:s}],s:[{s:o,s:o,s:s}]}", "object", "list", "data", "id",
+                                 json_string_lossy(name, strlen(name)), "object", "model", "created",
+                                 (json_int_t)s->started_wall, "owned_by", "typellm", "models", "name",
+                                 json_string_lossy(name, strlen(name)), "description",
+                                 json_string_lossy(desc, strlen(desc)), "release_date", "2026-01-01"));
 }
 
 void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -447,18 +428,18 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
         return;
     }
     /* Token budget: the state is what dominates; refuse early with 413. */
-    int32_t *ids = NULL;
     size_t n_ids = 0;
     tl_error err = {0};
-    if (tl_vocab_tokenize(s->vocab, sr.state, sr.state_len, false, false, &ids, &n_ids, &err) != TL_OK) {
-        reply_detail_error(r, 422, loc2("body", "state"), "value_error", "state: %s", err.msg);
+    tl_status tst = server_count_tokens(s, sr.state, sr.state_len, &n_ids, &err);
+    if (tst == TL_ERR_LIMIT || (tst == TL_OK && n_ids > (size_t)s->p.max_tokens)) {
+        reply_typed_error(r, 413, "tokens_exceeded",
+                          "the state is %s%zu tokens; this server accepts %d per request (--max-tokens, --ctx-size)",
+                          tst == TL_ERR_LIMIT ? "at least " : "", n_ids, s->p.max_tokens);
         so_request_free(&sr);
         return;
     }
-    free(ids);
-    if (s->p.max_tokens > 0 && n_ids > (size_t)s->p.max_tokens) {
-        reply_typed_error(r, 413, "tokens_exceeded", "the state is %zu tokens; this server accepts %d per request",
-                          n_ids, s->p.max_tokens);
+    if (tst != TL_OK) {
+        reply_detail_error(r, 422, loc2("body", "state"), "value_error", "state: %s", err.msg);
         so_request_free(&sr);
         return;
     }
@@ -469,15 +450,11 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
         return;
     }
     json_t *schema = so_build_schema(&sr);
-    sched_wait w = server_wait_for(s, req);
-    tl_backend b;
-    sched_backend_impl impl;
-    tl_sched_backend_init(&b, &impl, s->sched, s->model, &w);
     tl_decide_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.mode = "batch";
     json_t *result = NULL;
-    tl_status st = tl_decide(&b, sr.state, sr.state_len, schema, &opts, &result, &err);
+    tl_status st = server_decide(s, req, sr.state, sr.state_len, schema, &opts, &result, &err);
     tl_server_slot_release(s);
     json_decref(schema);
     if (st != TL_OK) {
@@ -495,8 +472,18 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     json_t *u = json_object_get(result, "usage");
     json_int_t in_tok = json_integer_value(json_object_get(u, "prompt_tokens"));
     const char *name = tl_model_name(s->model);
-    json_t *reply = json_pack("{s:o,s:o,s:{s:I,s:I}}", "model", json_string_lossy(name, strlen(name)), "answers", answers, "usage",
-                              "input_tokens", (json_int_t)in_tok, "output_tokens", (json_int_t)sr.n_questions);
+    /* Extension (outside the answers, whose shape the SDKs check): per question
+     * the full-vocabulary probability of its labels at the answer position. */
+    json_t *mass = json_object();
+    for (size_t i = 0; i < sr.n_questions; i++) {
+        char fkey[32];
+        snprintf(fkey, sizeof fkey, "q%zu", i);
+        json_object_set_new(mass, sr.questions[i].id,
+                            json_real(decision_label_mass(json_object_get(json_object_get(result, "fields"), fkey))));
+    }
+    json_t *reply = json_pack("{s:o,s:o,s:{s:I,s:I},s:o}", "model", json_string_lossy(name, strlen(name)), "answers",
+                              answers, "usage", "input_tokens", (json_int_t)in_tok, "output_tokens",
+                              (json_int_t)sr.n_questions, "label_mass", mass);
     reply_json(r, 200, reply);
     json_decref(result);
     so_request_free(&sr);

@@ -32,16 +32,23 @@ static double check_ref(const tl_model *m, tl_session *s, const char *ref_path, 
     size_t k_last = json_object_size(rows);
     float *logits = malloc(k_last * (size_t)n_vocab * sizeof *logits);
     tl_error err = {0};
-    tl_session *longer = NULL;
+    tl_session *own = NULL;
     if (n > (size_t)tl_model_n_ctx_train(m)) {
         /* stories260k.long: 2119 tokens over a 512-token model. Refused by
          * default, naming both lengths; accepted with extend_ctx (as llama.cpp did). */
         tl_status st = tl_session_eval_last(s, ids, n, k_last, logits, NULL, &err);
         CHECKF(st == TL_ERR_LIMIT && strstr(err.msg, "context length"), "%s: %s", ref_path, err.msg);
         tl_session_params sp = {.n_threads = 2, .n_ctx = (int32_t)n, .extend_ctx = true};
-        CHECK(tl_session_new(m, &sp, &longer, &err) == TL_OK);
-        s = longer;
+        CHECK(tl_session_new(m, &sp, &own, &err) == TL_OK);
+    } else {
+        /* the references ran with a context of tokens + 8, which picks
+         * LongRoPE's short factors (phi3): the same here */
+        size_t n_ctx = n + 8 < (size_t)tl_model_n_ctx_train(m) ? n + 8 : (size_t)tl_model_n_ctx_train(m);
+        tl_session_params sp = {.n_threads = 2, .n_ctx = (int32_t)n_ctx};
+        CHECK(tl_session_new(m, &sp, &own, &err) == TL_OK);
     }
+    if (own)
+        s = own;
     tl_status st = tl_session_eval_last(s, ids, n, k_last, logits, NULL, &err);
     CHECKF(st == TL_OK, "%s: %s", ref_path, err.msg);
     double worst = 0;
@@ -84,11 +91,22 @@ static double check_ref(const tl_model *m, tl_session *s, const char *ref_path, 
             }
         }
     }
-    tl_session_free(longer);
+    tl_session_free(own);
     free(logits);
     free(ids);
     json_decref(ref);
     return worst;
+}
+
+/* Families of issue 14 still being brought up: their fixtures may be refused
+ * as an unsupported architecture or type until they land (each landing
+ * removes its names here). Anything else that fails to load is a failure. */
+static bool pending_arch(const char *msg) {
+    static const char *pending[] = {"'qwen3moe'", "'qwen2moe'", "'qwen35'", "gpt-oss", "'gemma4'"};
+    for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++)
+        if (strstr(msg, pending[i]))
+            return true;
+    return false;
 }
 
 int main(void) {
@@ -112,6 +130,10 @@ int main(void) {
         tl_model *m = NULL;
         tl_error err = {0};
         tl_status st = tl_model_load(path, &m, &err);
+        if (st != TL_OK && pending_arch(err.msg)) {
+            fprintf(stderr, "%-40s pending (issue 14): %s\n", e->d_name, err.msg);
+            continue;
+        }
         CHECKF(st == TL_OK, "%s: %s", path, err.msg);
         if (st != TL_OK)
             continue;
@@ -146,7 +168,7 @@ int main(void) {
         tl_model_free(m);
     }
     closedir(d);
-    CHECKF(n_models >= 11, "only %d models loaded", n_models);
-    CHECKF(n_refs >= (sanitizer_run ? 11 : 58), "only %d references checked", n_refs);
+    CHECKF(n_models >= 18, "only %d models loaded", n_models);
+    CHECKF(n_refs >= (sanitizer_run ? 18 : 93), "only %d references checked", n_refs);
     return TEST_DONE();
 }

@@ -295,5 +295,22 @@ int main(void) {
         test_branches(m, 16, 50, 20);
         tl_model_free(m);
     }
+
+    /* issue 14's dense families: sliding windows (8 and 16 here, shorter than
+     * the 70-token prompts, so cached rows outside a window are skipped, not
+     * reused wrongly), soft-caps, fused q/k/v and gate/up, NoPE layers,
+     * multipliers, attention temperature */
+    static const char *more[] = {"models/gemma2-spm-d64-f32.gguf",   "models/gemma3-spm-d128-f16.gguf",
+                                 "models/phi3-d64-bf16.gguf",        "models/smollm3-gpt2-d64-f16.gguf",
+                                 "models/olmo2-gpt2-d64-q8_0.gguf",  "models/granite-gpt2-d64-bf16.gguf",
+                                 "models/mistral3-spm-d256-q4_k_m.gguf"};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        CHECKF(tl_model_load(tl_fixture(more[i]), &m, &err) == TL_OK, "%s", err.msg);
+        if (!m)
+            continue;
+        test_cached_vs_uncached(m);
+        test_branches(m, 16, 45, 13);
+        tl_model_free(m);
+    }
     return TEST_DONE();
 }

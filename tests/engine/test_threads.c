@@ -60,5 +60,13 @@ int main(void) {
     check_model("models/llama3-d64-bf16.gguf", "ref/llama3-d64-bf16.story.json");
     check_model("models/llama-spm-d256-q4_k_m.gguf", "ref/llama-spm-d256-q4_k_m.receipt.json");
     check_model("models/stories260k-f32.gguf", "ref/stories260k-f32.code.json");
+    /* issue 14's dense families: windows, soft-caps, fused matrices, NoPE, multipliers */
+    check_model("models/gemma2-spm-d64-f32.gguf", "ref/gemma2-spm-d64-f32.code.json");
+    check_model("models/gemma3-spm-d128-f16.gguf", "ref/gemma3-spm-d128-f16.code.json");
+    check_model("models/phi3-d64-bf16.gguf", "ref/phi3-d64-bf16.code.json");
+    check_model("models/smollm3-gpt2-d64-f16.gguf", "ref/smollm3-gpt2-d64-f16.code.json");
+    check_model("models/olmo2-gpt2-d64-q8_0.gguf", "ref/olmo2-gpt2-d64-q8_0.code.json");
+    check_model("models/granite-gpt2-d64-bf16.gguf", "ref/granite-gpt2-d64-bf16.code.json");
+    check_model("models/mistral3-spm-d256-q4_k_m.gguf", "ref/mistral3-spm-d256-q4_k_m.code.json");
     return TEST_DONE();
 }

@@ -5,13 +5,8 @@
 # when npm cannot reach the registry.
 source "$TL_SRC/tests/server/serve_lib.sh"
 sdk="$TL_SRC/tests/sdk"
-if [ ! -d "$sdk/node_modules/@typesafe-ai/sdk" ]; then
-  if ! command -v npm >/dev/null || ! (cd "$sdk" && timeout 180 npm install --no-audit --no-fund --no-package-lock >"$SCRATCH/npm.log" 2>&1); then
-    echo "test_sdk: SKIPPED: npm cannot install @typesafe-ai/sdk (registry unreachable?):"
-    tail -5 "$SCRATCH/npm.log" 2>/dev/null || true
-    exit 0
-  fi
-fi
+source "$sdk/npm_install.sh"
+sdk_install @typesafe-ai/sdk || exit 0
 start_server --model "$TL_FIXTURES/models/qwen2-d64-q8_0.gguf" --threads 1 --api-key sdk-key
 (cd "$sdk" && node sdk_check.mjs "http://127.0.0.1:$PORT" sdk-key)
 stop_server "$SERVER_PID"

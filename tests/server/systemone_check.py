@@ -88,7 +88,10 @@ def check_reply(req, st, body):
     check(st == 200, f"status {st}: {body}")
     if st != 200:
         return
-    check(set(body) == {"model", "answers", "usage"} and isinstance(body["model"], str), "top-level keys")
+    check(set(body) == {"model", "answers", "usage", "label_mass"} and isinstance(body["model"], str), "top-level keys")
+    lm = body.get("label_mass", {})
+    check(list(lm) == list(body.get("answers", {})) and all(0 <= m <= 1 for m in lm.values()),
+          "label_mass extension: one figure in [0, 1] per question")
     check(list(body["answers"]) == list(req["questions"]), "one answer per question id, in order")
     u = body["usage"]
     check(set(u) == {"input_tokens", "output_tokens"} and all(type(v) is int and v >= 0 for v in u.values()),
