@@ -43,17 +43,6 @@ static int32_t sample(sampler *sm, const float *logits, int32_t n_vocab, double 
     return id >= 0 ? id : best;
 }
 
-static double log_softmax_at(const float *logits, int32_t n_vocab, int32_t id) {
-    float mx = logits[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        if (logits[i] > mx)
-            mx = logits[i];
-    double sum = 0.0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += exp((double)logits[i] - mx);
-    return (double)logits[id] - mx - log(sum);
-}
-
 /* ---- the command ------------------------------------------------------------ */
 
 int tl_cmd_generate(int argc, char **argv) {
@@ -161,7 +150,7 @@ int tl_cmd_generate(int argc, char **argv) {
         int32_t id = sample(&sm, logits, n_vocab, w, order);
         if (!ignore_eos && tl_vocab_is_eog(v, id))
             break;
-        logprobs[n_out++] = log_softmax_at(logits, n_vocab, id);
+        logprobs[n_out++] = (double)logits[id] - tl_logsumexp_f(logits, (size_t)n_vocab);
         seq[n++] = id;
         if (!json) {
             char buf[256];

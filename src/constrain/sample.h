@@ -7,11 +7,8 @@
 #include <stdint.h>
 
 #include "util/rng.h"    /* tl_rng_next, tl_rng_uniform */
-#include "util/sample.h" /* the draw itself */
+#include "util/sample.h" /* the draw itself, tl_logsumexp_f */
 
-/* log(sum(exp(x))) over x[0..n) / over logits[ids[0..n)]. */
-double tl_logsumexp_f(const float *x, size_t n);
-double tl_logsumexp_ids(const float *logits, const int32_t *ids, size_t n);
 /* Picks one of ids: the argmax at temperature <= 0 (ties: smallest id), else a
  * draw from softmax(logits[ids] / temperature). -1 when n == 0. */
 int32_t tl_sample_ids(const float *logits, const int32_t *ids, size_t n, double temperature, uint64_t *rng);

@@ -120,3 +120,29 @@ int32_t tl_argmax_f(const float *x, int32_t n) {
             best = i;
     return best;
 }
+
+double tl_logsumexp_f(const float *x, size_t n) {
+    float mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > mx)
+            mx = x[i];
+    if (!isfinite(mx))
+        return mx;
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += exp((double)x[i] - mx);
+    return mx + log(s);
+}
+
+double tl_logsumexp_ids(const float *logits, const int32_t *ids, size_t n) {
+    float mx = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (logits[ids[i]] > mx)
+            mx = logits[ids[i]];
+    if (!isfinite(mx))
+        return mx;
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += exp((double)logits[ids[i]] - mx);
+    return mx + log(s);
+}

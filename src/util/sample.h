@@ -38,6 +38,12 @@ int32_t tl_sample_weights(const double *w, int32_t n, const tl_sample_filter *f,
 #define TL_SAMPLE_N_BANDS 4
 size_t tl_sample_band(const double *w, int32_t n, int band, int32_t *out);
 
+/* log(sum(exp(x))) over x[0..n) / over logits[ids[0..n)], in double with
+ * the maximum taken out first; -inf (or the non-finite maximum) when there is
+ * nothing finite. log_softmax(x)[i] = x[i] - tl_logsumexp_f(x, n). */
+double tl_logsumexp_f(const float *x, size_t n);
+double tl_logsumexp_ids(const float *logits, const int32_t *ids, size_t n);
+
 /* Index of the largest x[0..n) (ties: the lowest index); 0 when n == 0. */
 int32_t tl_argmax_f(const float *x, int32_t n);
 
