@@ -24,6 +24,7 @@
 #include "decide/decide.h"
 #include "server/server_internal.h"
 #include "util/error.h"
+#include "util/json_text.h"
 #include "util/strbuf.h"
 
 #define OAI_MAX_N 16            /* choices per request */
@@ -708,7 +709,7 @@ static void answer_json_schema(oai_ctx *c, const tl_http_request *req, tl_http_r
             reply_openai_error(r, http_status_for(st, HTTP_API_TYPED), "server_error", NULL, NULL, "%s", err.msg);
         return;
     }
-    char *content = json_dumps(json_object_get(result, "values"), JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *content = tl_json_dumps(json_object_get(result, "values"), JSON_COMPACT);
     json_t *fields = json_object();
     const char *key;
     json_t *fv;

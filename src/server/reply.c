@@ -10,6 +10,7 @@
 
 #include "server/server_internal.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
@@ -17,7 +18,7 @@ void reply_json(tl_http_reply *r, int status, json_t *j) {
     r->status = status;
     r->content_type = "application/json";
     tl_strbuf_clear(&r->body);
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    char *text = j ? tl_json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         tl_strbuf_puts(&r->body, text);
         free(text);

@@ -9,12 +9,18 @@
 #include "util/strbuf.h"
 
 size_t tl_json_real_text(double v, char *buf, size_t cap) {
-    int n = 0;
-    for (int prec = 1; prec <= 17; prec++) {
-        n = snprintf(buf, cap, "%.*g", prec, v);
+    /* Reading back exactly is monotonic in the digit count (17 always does):
+     * binary search for the fewest digits. */
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(buf, cap, "%.*g", mid, v);
         if (strtod(buf, NULL) == v)
-            break;
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    int n = snprintf(buf, cap, "%.*g", lo, v);
     if (n < 0 || (size_t)n >= cap)
         return 0;
     if (!strpbrk(buf, ".eEn") && (size_t)n + 2 < cap) { /* "1" -> "1.0"; nan/inf never reach JSON */
