@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "util/strbuf.h"
 
@@ -225,6 +226,60 @@ static const char *type_label(const tl_gguf_value *v, char *buf, size_t cap) {
 
 /* ---- text output --------------------------------------------------------- */
 
+/* ---- what the engine makes of it ------------------------------------------ */
+
+/* The model as the engine would run it: NULL (and the reason in err) when it
+ * would refuse the file. */
+static tl_model *engine_view(const char *path, tl_model_features *f, tl_error *err) {
+    tl_model *m = NULL;
+    if (tl_model_load(path, &m, err) != TL_OK)
+        return NULL;
+    tl_model_get_features(m, f);
+    return m;
+}
+
+/* One line naming the architecture's distinctive parts ("plain" when none). */
+static void features_text(const tl_model_features *f, tl_strbuf *sb) {
+    size_t start = sb->len;
+#define ADD(...) ((void)(sb->len > start && tl_strbuf_puts(sb, ", ")), (void)tl_strbuf_printf(sb, __VA_ARGS__))
+    if (f->window)
+        ADD("sliding window %d on %d layers", f->window, f->n_window_layers);
+    if (f->n_nope_layers)
+        ADD("no RoPE on %d layers", f->n_nope_layers);
+    if (f->n_rope_tables > 1 && !f->longrope)
+        ADD("%d RoPE tables", f->n_rope_tables);
+    if (f->longrope)
+        ADD("LongRoPE factors");
+    if (f->attn_softcap > 0)
+        ADD("attention soft-cap %g", f->attn_softcap);
+    if (f->final_softcap > 0)
+        ADD("final soft-cap %g", f->final_softcap);
+    if (f->embd_scale != 1.0f)
+        ADD("embedding scale %g", f->embd_scale);
+    if (f->residual_scale != 1.0f)
+        ADD("residual scale %g", f->residual_scale);
+    if (f->logit_scale != 1.0f)
+        ADD("logit scale 1/%g", f->logit_scale);
+    if (f->attn_temp_scale != 0.0f)
+        ADD("attention temperature %g", f->attn_temp_scale);
+    if (f->n_expert)
+        ADD("%d experts, %d used", f->n_expert, f->n_expert_used);
+    if (f->qkv_bias)
+        ADD("q/k/v biases");
+    if (f->qk_norm)
+        ADD("q/k norms");
+    if (f->v_norm)
+        ADD("v norm");
+    if (f->post_norms)
+        ADD("post-norms");
+    if (f->fused_qkv)
+        ADD("fused qkv");
+    if (f->fused_gate_up)
+        ADD("fused gate/up");
+    ADD("%s", f->gelu ? "GeGLU" : "SwiGLU");
+#undef ADD
+}
+
 static void print_text(const tl_gguf *g, const summary *s, bool keys) {
     const char *arch = tl_gguf_arch(g);
     printf("file:          %s\n", tl_gguf_path(g));
@@ -257,6 +312,19 @@ static void print_text(const tl_gguf *g, const summary *s, bool keys) {
     if (s->n_tokens >= 0)
         printf(", %" PRId64 " tokens", s->n_tokens);
     printf("\nchat template: %s\n", s->template_family);
+    tl_model_features f;
+    tl_error err = {0};
+    tl_model *m = engine_view(tl_gguf_path(g), &f, &err);
+    if (m) {
+        tl_strbuf sb = TL_STRBUF_INIT;
+        features_text(&f, &sb);
+        printf("engine:        runs it (%s)\n", tl_model_type_name(m));
+        printf("features:      %s\n", tl_strbuf_cstr(&sb));
+        tl_strbuf_free(&sb);
+        tl_model_free(m);
+    } else {
+        printf("engine:        cannot run it: %s\n", err.msg);
+    }
     printf("tensors:       %" PRIu64, tl_gguf_n_tensors(g));
     const char *sep = " (";
     for (int t = 0; t < TL_TYPE_COUNT; t++)
@@ -371,6 +439,39 @@ static int print_json(const tl_gguf *g, const summary *s, bool keys) {
     json_object_set_new(tok, "n_tokens", s->n_tokens >= 0 ? json_integer(s->n_tokens) : json_null());
     json_object_set_new(o, "tokenizer", tok);
     json_object_set_new(o, "chat_template", json_string(s->template_family));
+    tl_model_features f;
+    tl_error err = {0};
+    tl_model *m = engine_view(tl_gguf_path(g), &f, &err);
+    json_t *eng = json_object();
+    json_object_set_new(eng, "supported", json_boolean(m != NULL));
+    if (m) {
+        json_t *fe = json_object();
+        json_object_set_new(fe, "window", json_integer(f.window));
+        json_object_set_new(fe, "window_layers", json_integer(f.n_window_layers));
+        json_object_set_new(fe, "nope_layers", json_integer(f.n_nope_layers));
+        json_object_set_new(fe, "rope_tables", json_integer(f.n_rope_tables));
+        json_object_set_new(fe, "longrope", json_boolean(f.longrope));
+        json_object_set_new(fe, "attn_softcap", json_real(f.attn_softcap));
+        json_object_set_new(fe, "final_softcap", json_real(f.final_softcap));
+        json_object_set_new(fe, "embedding_scale", json_real(f.embd_scale));
+        json_object_set_new(fe, "residual_scale", json_real(f.residual_scale));
+        json_object_set_new(fe, "logit_scale", json_real(f.logit_scale));
+        json_object_set_new(fe, "attn_temperature_scale", json_real(f.attn_temp_scale));
+        json_object_set_new(fe, "experts", json_integer(f.n_expert));
+        json_object_set_new(fe, "experts_used", json_integer(f.n_expert_used));
+        json_object_set_new(fe, "qkv_bias", json_boolean(f.qkv_bias));
+        json_object_set_new(fe, "qk_norm", json_boolean(f.qk_norm));
+        json_object_set_new(fe, "v_norm", json_boolean(f.v_norm));
+        json_object_set_new(fe, "post_norms", json_boolean(f.post_norms));
+        json_object_set_new(fe, "fused_qkv", json_boolean(f.fused_qkv));
+        json_object_set_new(fe, "fused_gate_up", json_boolean(f.fused_gate_up));
+        json_object_set_new(fe, "ffn", json_string(f.gelu ? "geglu" : "swiglu"));
+        json_object_set_new(eng, "features", fe);
+        tl_model_free(m);
+    } else {
+        json_object_set_new(eng, "error", json_text(err.msg, strlen(err.msg)));
+    }
+    json_object_set_new(o, "engine", eng);
     json_t *tens = json_object(), *by = json_object();
     json_object_set_new(tens, "count", json_integer((json_int_t)tl_gguf_n_tensors(g)));
     for (int t = 0; t < TL_TYPE_COUNT; t++)
@@ -409,7 +510,8 @@ int tl_cmd_inspect(int argc, char **argv) {
     };
     const tl_opt_cmd cmd = {"inspect", "MODEL.gguf [--json] [--keys]",
                             "describe a GGUF file: version, architecture, hyperparameters, tokenizer,\n"
-                            "  chat template family, tensors by type, parameter count, file size",
+                            "  chat template family, tensors by type, parameter count, file size, and\n"
+                            "  whether the engine runs it with the architecture's features (window, soft-caps, ...)",
                             .opts = opts, .max_positional = 2};
     const char *pos[2];
     int n_pos = 0;

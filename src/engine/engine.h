@@ -22,8 +22,9 @@
 
 /* ---- model --------------------------------------------------------------- */
 
-/* Loads a llama / qwen2 / qwen3 GGUF. Unsupported architectures, tensor types,
- * missing tensors and wrong shapes are errors naming them. */
+/* Loads a GGUF of a supported architecture (model.c's table). Unsupported
+ * architectures (the message lists the supported ones), tensor types, missing
+ * tensors, wrong shapes and bad hyperparameters are errors naming them. */
 tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
 /* tl_model_load with flags: TL_MODEL_NO_MMAP reads the weights into memory
  * instead of mapping the file, for users who replace or truncate model files
@@ -37,10 +38,27 @@ const tl_vocab *tl_model_vocab(const tl_model *m);
 const tl_gguf *tl_model_gguf(const tl_model *m);
 int32_t tl_model_n_vocab(const tl_model *m);
 int32_t tl_model_n_ctx_train(const tl_model *m);
-const char *tl_model_arch(const tl_model *m);   /* "llama", "qwen2", "qwen3" */
+const char *tl_model_arch(const tl_model *m);   /* general.architecture: "llama", "gemma3", ... */
 const char *tl_model_name(const tl_model *m);   /* general.name or the file's base name */
 /* Dominant weight type of the matrices ("Q8_0", "Q4_K", ...). */
 const char *tl_model_type_name(const tl_model *m);
+
+/* What the engine makes of the architecture (for `typellm inspect`): zero /
+ * false where the model has no such part. */
+typedef struct tl_model_features {
+    int32_t window;          /* sliding window in tokens (0: none) */
+    int32_t n_window_layers; /* layers that attend only inside it */
+    int32_t n_nope_layers;   /* layers without RoPE */
+    float attn_softcap, final_softcap;
+    float embd_scale, residual_scale, logit_scale; /* 1: none */
+    float attn_temp_scale;   /* Llama-4 attention temperature */
+    bool qkv_bias, qk_norm, post_norms, fused_qkv, fused_gate_up, gelu, v_norm;
+    bool longrope;           /* short/long RoPE factors chosen by the context size */
+    int32_t n_rope_tables;   /* distinct RoPE tables (window layers' own base, ...) */
+    int32_t n_expert, n_expert_used; /* mixture of experts (0: dense) */
+} tl_model_features;
+
+void tl_model_get_features(const tl_model *m, tl_model_features *f);
 
 /* ---- sessions ------------------------------------------------------------ */
 

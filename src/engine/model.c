@@ -762,3 +762,33 @@ int32_t tl_model_n_ctx_train(const tl_model *m) { return m->n_ctx_train; }
 const char *tl_model_arch(const tl_model *m) { return m->arch_name; }
 const char *tl_model_name(const tl_model *m) { return m->name; }
 const char *tl_model_type_name(const tl_model *m) { return m->type_name; }
+
+void tl_model_get_features(const tl_model *m, tl_model_features *f) {
+    memset(f, 0, sizeof *f);
+    uint32_t fl = m->desc->flags;
+    for (int32_t l = 0; l < m->n_layer; l++) {
+        const tl_layer_weights *w = &m->layers[l];
+        if (w->window) {
+            f->window = w->window;
+            f->n_window_layers++;
+        }
+        if (w->rope < 0)
+            f->n_nope_layers++;
+        if (w->rope != w->rope_long)
+            f->longrope = true;
+        f->qkv_bias |= w->bq != NULL;
+        f->qk_norm |= w->q_norm != NULL;
+        f->fused_qkv |= w->wqkv.data != NULL;
+        f->fused_gate_up |= !w->w_gate.data;
+    }
+    f->attn_softcap = m->attn_softcap;
+    f->final_softcap = m->final_softcap;
+    f->embd_scale = m->embd_scale;
+    f->residual_scale = m->residual_scale;
+    f->logit_scale = m->logit_scale;
+    f->attn_temp_scale = m->attn_temp_scale;
+    f->post_norms = fl & TL_AF_POST_NORMS;
+    f->gelu = fl & TL_AF_GELU;
+    f->v_norm = fl & TL_AF_V_NORM;
+    f->n_rope_tables = m->n_ropes;
+}

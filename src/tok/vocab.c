@@ -140,13 +140,41 @@ static tl_status build_specials(tl_vocab *v, tl_error *err) {
     return TL_OK;
 }
 
+static bool is_in(const int32_t *ids, size_t n, int32_t id) {
+    for (size_t k = 0; id >= 0 && k < n; k++)
+        if (ids[k] == id)
+            return true;
+    return false;
+}
+
+/* Removes id from the sorted ids[0..n); returns the new count. */
+static size_t drop_id(int32_t *ids, size_t n, int32_t id) {
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] != id)
+            ids[u++] = ids[k];
+    return u;
+}
+
 /* The reference's text-based fix-ups: end-of-turn, end-of-message and FIM
  * tokens become control tokens, and the end-of-generation set is built. */
 static tl_status apply_special_fixups(tl_vocab *v, tl_error *err) {
+#define FULLWIDTH_END_OF_SENTENCE "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>"
     static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>"};
-    static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                            "<|endoftext|>", "<|eom_id|>", "<EOT>"};
+                                            "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", FULLWIDTH_END_OF_SENTENCE,
+                                            "<end_of_utterance>"};
+    /* Texts that end generation. Each also becomes a control token (the
+     * reference ORs the control bit into its attributes), so with special-token
+     * parsing off its text stays ordinary text even where the file typed it
+     * user-defined: phi-3's "</s>" inside ordinary text is not split off. */
+    static const char *const eog_names[] = {"<|eot_id|>",   "<|im_end|>",      "<|end|>",
+                                            "<|return|>",   "<|call|>",        "<|flush|>",
+                                            "<|calls|>",    "<end_of_turn>",   "<|endoftext|>",
+                                            "</s>",         "<|eom_id|>",      "<EOT>",
+                                            "_<EOT>",       "[EOT]",           "[EOS]",
+                                            "<|end_of_text|>", "<end_of_utterance>", "<eos>",
+                                            "<turn|>",      "<|tool_response>", FULLWIDTH_END_OF_SENTENCE};
+#undef FULLWIDTH_END_OF_SENTENCE
     static const char *const fim_names[] = {
         "<|fim_prefix|>", "<fim-prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
         "<|fim_suffix|>", "<fim-suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", "<SUF>",
@@ -169,7 +197,7 @@ static tl_status apply_special_fixups(tl_vocab *v, tl_error *err) {
         if (id >= 0)
             v->attr[id] = TL_TOKEN_CONTROL;
     }
-    int32_t eog[32];
+    int32_t eog[64];
     size_t n_eog = 0;
     for (size_t k = 0; k < sizeof fim_eog_names / sizeof fim_eog_names[0]; k++) {
         int32_t id = find_text(v, fim_eog_names[k]);
@@ -196,6 +224,21 @@ static tl_status apply_special_fixups(tl_vocab *v, tl_error *err) {
     for (size_t k = 0; k < n_eog; k++)
         if (u == 0 || eog[u - 1] != eog[k])
             eog[u++] = eog[k];
+    /* The reference's two exceptions: harmony/solar-open vocabularies (with
+     * <|return|> and <|call|>, or <|calls|> and <|flush|>) do not end on
+     * <|end|>, which becomes user-defined; gemma4's (with <|tool_response>)
+     * do not end on </s>, which becomes normal. */
+    int32_t end_id = find_text(v, "<|end|>"), s_id = find_text(v, "</s>");
+    bool has_return = is_in(eog, u, find_text(v, "<|return|>")), has_flush = is_in(eog, u, find_text(v, "<|flush|>"));
+    bool has_call = is_in(eog, u, find_text(v, "<|call|>")) || is_in(eog, u, find_text(v, "<|calls|>"));
+    if (is_in(eog, u, end_id) && ((has_return && has_call) || (has_call && has_flush))) {
+        u = drop_id(eog, u, end_id);
+        v->attr[end_id] = TL_TOKEN_USER_DEFINED;
+    }
+    if (is_in(eog, u, s_id) && is_in(eog, u, find_text(v, "<|tool_response>"))) {
+        u = drop_id(eog, u, s_id);
+        v->attr[s_id] = TL_TOKEN_NORMAL;
+    }
     v->eog = malloc((u ? u : 1) * sizeof *v->eog);
     if (!v->eog)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");

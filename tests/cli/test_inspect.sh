@@ -23,7 +23,22 @@ facts=(
   "qwen2-d64-q8_0 qwen2 2 26 151669 chatml 3 {\"F32\":11,\"Q8_0\":15}"
   "qwen3-d64-f16 qwen3 2 24 151669 chatml 3 {\"F32\":9,\"F16\":15}"
   "llama3-d64-bf16 llama 2 20 128256 llama3 3 {\"F32\":5,\"BF16\":15}"
+  "gemma2-spm-d64-f32 gemma2 2 24 32000 gemma 3 {\"F32\":24}"
+  "gemma3-spm-d128-f16 gemma3 6 80 32000 gemma 3 {\"F32\":37,\"F16\":43}"
+  "gemma4-spm-d128-bf16 gemma4 6 86 32000 other 3 {\"F32\":44,\"BF16\":42}"
+  "gpt-oss-gpt2-d64-mxfp4 gpt-oss 2 41 50257 other 3 {\"F32\":25,\"Q8_0\":10,\"MXFP4\":6}"
+  "granite-gpt2-d64-bf16 granite 2 20 50257 other 3 {\"F32\":5,\"BF16\":15}"
+  "mistral3-spm-d256-q4_k_m mistral3 2 20 32000 llama2 3 {\"F32\":5,\"Q4_K\":12,\"Q6_K\":3}"
+  "olmo2-gpt2-d64-q8_0 olmo2 4 47 50257 none 3 {\"F32\":17,\"Q8_0\":30}"
+  "phi3-d64-bf16 phi3 2 17 32064 phi3 3 {\"F32\":7,\"BF16\":10}"
+  "qwen35-d64-q8_0 qwen35 8 108 151669 chatml 3 {\"F32\":45,\"Q4_0\":1,\"Q8_0\":62}"
+  "qwen3moe-d64-q8_0 qwen3moe 2 26 151669 chatml 3 {\"F32\":11,\"Q4_0\":1,\"Q8_0\":14}"
+  "smollm3-gpt2-d64-f16 smollm3 4 38 50257 chatml 3 {\"F32\":9,\"F16\":29}"
 )
+# Weight types of issue 14 still being added: a file the reader refuses for one
+# of them is skipped (and counted) until that type lands.
+pending_type() { grep -q "ggml type MXFP4 (39) is not supported" "$1"; }
+n_pending=0
 n_models=$(ls "$FIX"/models/*.gguf | wc -l)
 [ "$n_models" -eq "${#facts[@]}" ] || fail "fixture models changed: $n_models files, ${#facts[@]} known"
 
@@ -31,6 +46,7 @@ for row in "${facts[@]}"; do
   read -r name arch layers tensors tokens tpl version types <<<"$row"
   f="$FIX/models/$name.gguf"
   if ! "$BIN" inspect "$f" >"$tmp/out.txt" 2>"$tmp/err.txt"; then
+    if pending_type "$tmp/err.txt"; then n_pending=$((n_pending + 1)); continue; fi
     fail "$name: inspect exit $? $(cat "$tmp/err.txt")"; continue
   fi
   grep -q "^architecture: *$arch\$" "$tmp/out.txt" || fail "$name: architecture"
@@ -52,7 +68,7 @@ done
 "$BIN" inspect --json "$FIX/models/qwen3-d64-f16.gguf" >"$tmp/qwen3-plain.json" || fail "qwen3 --json exit"
 
 # One python3 run checks every JSON output (python starts slowly on a loaded machine).
-python3 - "$tmp" <<'EOF' || fail "--json content"
+python3 - "$tmp" "$n_pending" <<'EOF' || fail "--json content"
 import json, os, sys
 tmp = sys.argv[1]
 bad = 0
@@ -94,10 +110,29 @@ check(j["hparams"]["rope_freq_base"] is None and j["hparams"]["head_dim_k"] == 8
 check(j["parameters"] == 292800, "stories parameters %s" % j["parameters"])
 check(j["tokenizer"]["kind"] == "SPM" and j["tokenizer"]["pre"] is None, "stories tokenizer")
 rows = sum(1 for _ in open(os.path.join(tmp, "facts.txt")))
-check(rows == 11, "checked %d models" % rows)
+check(rows + int(sys.argv[2]) == 22, "checked %d models" % rows)
+# What the engine makes of the architectures.
+j = json.load(open(os.path.join(tmp, "gemma2-spm-d64-f32.json")))
+fe = j["engine"]["features"]
+check(j["engine"]["supported"] and fe["window"] == 16 and fe["window_layers"] == 1 and fe["attn_softcap"] == 10
+      and fe["final_softcap"] == 30 and fe["post_norms"] and fe["ffn"] == "geglu", "gemma2 features %s" % fe)
+fe = json.load(open(os.path.join(tmp, "phi3-d64-bf16.json")))["engine"]["features"]
+check(fe["fused_qkv"] and fe["fused_gate_up"] and fe["longrope"] and fe["window"] == 0, "phi3 features %s" % fe)
+fe = json.load(open(os.path.join(tmp, "granite-gpt2-d64-bf16.json")))["engine"]["features"]
+check((fe["embedding_scale"], fe["residual_scale"], fe["logit_scale"]) == (1.5, 0.5, 8.0), "granite features %s" % fe)
+fe = json.load(open(os.path.join(tmp, "smollm3-gpt2-d64-f16.json")))["engine"]["features"]
+check(fe["nope_layers"] == 1 and fe["ffn"] == "swiglu", "smollm3 features %s" % fe)
+fe = json.load(open(os.path.join(tmp, "olmo2-gpt2-d64-q8_0.json")))["engine"]["features"]
+check(fe["window"] == 8 and fe["window_layers"] == 3 and fe["qk_norm"] and fe["rope_tables"] == 2, "olmo2 %s" % fe)
 sys.exit(1 if bad else 0)
 EOF
 "$BIN" inspect "$FIX/vocab/ggml-vocab-phi-3.gguf" | grep -q "^chat template: *phi3$" || fail "phi-3 template"
+"$BIN" inspect "$FIX/models/gemma3-spm-d128-f16.gguf" >"$tmp/g3.txt"
+grep -q "^engine: *runs it (F16)$" "$tmp/g3.txt" || fail "gemma3 engine line"
+grep -q "^features: *sliding window 8 on 5 layers, 2 RoPE tables, embedding scale 11.3137, q/k norms, post-norms, GeGLU$" \
+  "$tmp/g3.txt" || fail "gemma3 features: $(grep features "$tmp/g3.txt")"
+"$BIN" inspect "$FIX/vocab/ggml-vocab-phi-3.gguf" | grep -q "^engine: *cannot run it: .*missing tensor 'token_embd.weight'" ||
+  fail "vocab-only engine line"
 "$BIN" inspect "$FIX/vocab/ggml-vocab-qwen3.gguf" | grep -q "^tensors: *0$" || fail "vocab-only tensors"
 
 # Bad files: exit 1 with the reader's message naming an offset.
