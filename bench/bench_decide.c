@@ -61,13 +61,13 @@ int main(int argc, char **argv) {
             tl_session_flush(tl_backend_local_session(b));
             tl_decide_opts o = {.mode = modes[mi]};
             json_t *res = NULL;
-            if (tl_decide(b, ctx, ctx_len, warm, &o, &res, &err)) {
+            if (tl_decide_json(b, ctx, ctx_len, warm, &o, &res, &err)) {
                 fprintf(stderr, "bench_decide: warm-up: %s\n", err.msg);
                 return 1;
             }
             json_decref(res);
             double t0 = tl_now_s(), c0 = cpu_s();
-            if (tl_decide(b, ctx, ctx_len, schema, &o, &res, &err)) {
+            if (tl_decide_json(b, ctx, ctx_len, schema, &o, &res, &err)) {
                 fprintf(stderr, "bench_decide: %s\n", err.msg);
                 return 1;
             }

@@ -28,6 +28,7 @@
 #include "aeon/lexicon.h"
 #include "util/error.h"
 #include "util/fileio.h"
+#include "util/hash.h"
 
 const char *ae_verdict_name(ae_verdict v) {
     return v == AE_LIVE ? "LIVE" : v == AE_DEAD ? "DEAD" : "UNKNOWN";
@@ -1128,13 +1129,6 @@ void ae_engine_free(ae_engine *e) {
     free(e);
 }
 
-static uint64_t fnv1a(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 static void cache_put(ae_engine *e, const ae_state *st, uint64_t h, ae_verdict v, const char *witness) {
     cache_entry *c = &e->cache[e->cache_next];
     e->cache_next = (e->cache_next + 1) % AE_CACHE_ENTRIES;
@@ -1168,7 +1162,7 @@ ae_verdict ae_completion_status(ae_engine *e, const ae_state *st, tl_strbuf *wit
     }
     if (memchr(st->text, '\0', st->len))
         return AE_DEAD;
-    uint64_t h = fnv1a(st->text, st->len);
+    uint64_t h = tl_hash_bytes(st->text, st->len);
     for (int i = 0; i < AE_CACHE_ENTRIES; i++) {
         cache_entry *c = &e->cache[i];
         if (c->text && c->hash == h && c->len == st->len && !memcmp(c->text, st->text, st->len)) {

@@ -1,94 +1,10 @@
 /* sampler.h: type-constrained token sampling over a backend.
- *
- * Each step takes the model's scores for the committed sequence (one
- * next_logits call: the local engine's prefix cache makes that one token of
- * compute), ranks the whole vocabulary (temperature 0: by score; positive
- * temperature: seeded Gumbel keys, so the first allowed token in the ranking
- * is an exact draw from the distribution renormalized over allowed tokens),
- * and probes candidates in that order, in batches of top_k, until one is
- * certified LIVE by the oracle. Probes never touch the model: a trial is the
- * detokenization of the WHOLE sequence (prompt + committed + candidate), and
- * its new text is decode(seq + tok) minus decode(seq). Excluded without an
- * oracle call: special tokens, trials whose text does not extend the
- * committed text (prompt-boundary rewrites), trials ending in unfinished
- * UTF-8 or U+FFFD, zero-progress tokens (empty text, or whitespace where the
- * text is empty or already ends in whitespace: runs of blanks add nothing). EOS is allowed only where the text
- * is a complete expression of the goal type. UNKNOWN verdicts are never
- * committed and never counted as DEAD. A probe limit aborts the attempt
- * explicitly instead of sampling from a truncated distribution. */
+ * The declarations are public: include/typellm/aeon_sampler.h (this private header is
+ * what the layers include). */
 #ifndef TL_AEON_SAMPLER_H
 #define TL_AEON_SAMPLER_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "aeon/oracle.h"
 #include "backend/backend.h"
-#include "typellm.h"
-
-typedef struct ae_sampler_config {
-    double temperature;   /* 0: best certified token */
-    uint64_t seed;
-    int max_tokens;       /* per attempt, including EOS */
-    int max_probes;       /* candidate probes per step */
-    int top_k;            /* probe batch size */
-    double deadline;      /* tl_now_s() value; 0: none */
-    bool (*cancelled)(void *arg); /* checked between probe batches; may be NULL */
-    void *cancel_arg;
-} ae_sampler_config;
-
-/* How an attempt ended. */
-typedef enum ae_attempt_end {
-    AE_END_COMPLETE,      /* EOS after an accepting text */
-    AE_END_TOKEN_LIMIT,   /* max_tokens reached without EOS: no program */
-    AE_END_PROBE_LIMIT,   /* a step used max_probes without a certified token */
-    AE_END_EXHAUSTED,     /* every token of a step was rejected, excluded or unknown */
-    AE_END_DEADLINE,
-    AE_END_CANCELLED
-} ae_attempt_end;
-const char *ae_attempt_end_name(ae_attempt_end e);
-
-/* Counters of one step or one attempt. */
-typedef struct ae_probe_counts {
-    int64_t probes;        /* candidates looked at */
-    int64_t rejected;      /* DEAD */
-    int64_t unknown;       /* UNKNOWN (not committed, not DEAD) */
-    int64_t excluded;      /* special, boundary rewrite, unfinished UTF-8, zero progress, EOS too early */
-    double oracle_s;       /* time in completion_status */
-} ae_probe_counts;
-
-typedef struct ae_step_result {
-    int32_t token;          /* chosen token, or -1 */
-    bool is_eos;
-    char *delta;            /* text the token adds (malloc'd; NULL for EOS / none) */
-    size_t delta_len;
-    ae_attempt_end end;     /* meaningful when token < 0 */
-    int32_t first_ranked;   /* the highest-ranked token of the step (for reports) */
-} ae_step_result;
-
-/* One decision: ids[0..n) is the whole committed sequence (prompt + tokens so
- * far), committed_text the generated text so far (whose oracle state is st),
- * logits the backend's next-token scores (n_vocab). counts is accumulated into. */
-tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size_t n, const ae_state *st,
-                         const float *logits, const ae_sampler_config *cfg, uint64_t step_seed,
-                         ae_step_result *out, ae_probe_counts *counts, tl_error *err);
-
-typedef struct ae_attempt {
-    ae_attempt_end end;
-    char *text;             /* generated text (malloc'd), complete only for AE_END_COMPLETE */
-    size_t text_len;
-    int32_t *tokens;        /* committed tokens including EOS (malloc'd) */
-    int n_tokens;
-    ae_probe_counts counts;
-    double model_s;         /* time in next_logits */
-    tl_usage usage;         /* the backend's token accounting over the attempt */
-    int32_t *first_ranked;  /* per step, the top-ranked token (malloc'd, n_tokens entries) */
-} ae_attempt;
-
-/* Runs one attempt from the prompt ids. */
-tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt, size_t n_prompt,
-                            const ae_sampler_config *cfg, ae_attempt *out, tl_error *err);
-void ae_attempt_free(ae_attempt *a);
+#include "typellm/aeon_sampler.h"
 
 #endif

@@ -65,3 +65,52 @@ tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, fl
     tl_status st = check_ids(b, ids, n, "ids", 0, err);
     return st ? st : b->ops->next_logits(b, ids, n, logits, usage, err);
 }
+
+const char *tl_backend_kind(const tl_backend *b) { return b ? b->ops->kind : "none"; }
+const char *tl_backend_model_name(const tl_backend *b) { return b ? b->model_name : NULL; }
+int32_t tl_backend_n_vocab(const tl_backend *b) { return b ? b->n_vocab : 0; }
+const tl_vocab *tl_backend_vocab(const tl_backend *b) { return b ? b->vocab : NULL; }
+const char *tl_backend_chat_template(const tl_backend *b) { return b ? b->chat_template : NULL; }
+
+tl_seq *tl_score_reqs_to_seqs(const tl_score_req *reqs, size_t k, tl_error *err) {
+    tl_seq *seqs = calloc(k ? k : 1, sizeof *seqs);
+    if (!seqs) {
+        tl_error_set(err, TL_ERR_NOMEM, "backend: out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < k; i++)
+        seqs[i] = (tl_seq){.ids = reqs[i].ids, .n = reqs[i].n, .cands = reqs[i].cands,
+                           .n_cands = reqs[i].n_cands, .cand_logprobs = reqs[i].logprobs};
+    return seqs;
+}
+
+static tl_status engine_only(const tl_backend *b, const char *what, tl_error *err) {
+    return tl_error_set(err, TL_ERR_UNSUPPORTED, "backend: %s backends have no %s (local engines only)",
+                        b->ops->kind, what);
+}
+
+tl_status tl_backend_eval(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
+    if (!b || (!seqs && k))
+        return tl_error_set(err, TL_ERR_INVALID, "backend: eval: missing backend or sequences");
+    if (!b->ops->eval)
+        return engine_only(b, "batched evaluation", err);
+    return k ? b->ops->eval(b, seqs, k, usage, err) : TL_OK;
+}
+
+tl_status tl_backend_eval_last(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                               tl_usage *usage, tl_error *err) {
+    if (!b || !ids || !n || !logits)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: eval_last: missing backend, ids or output");
+    if (!b->ops->eval_last)
+        return engine_only(b, "prompt logits", err);
+    tl_status st = check_ids(b, ids, n, "ids", 0, err);
+    return st ? st : b->ops->eval_last(b, ids, n, k_last, logits, usage, err);
+}
+
+tl_status tl_backend_flush(tl_backend *b, tl_error *err) {
+    if (!b)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: flush: missing backend");
+    if (!b->ops->flush)
+        return engine_only(b, "cache to flush", err);
+    return b->ops->flush(b, err);
+}

@@ -21,20 +21,9 @@
 
 #include <stddef.h>
 
-#include "typellm.h"
+#include "typellm/model.h"
 
-/* The small instruct model used when neither --model, $TYPELLM_MODEL nor --hf is given
- * (Qwen2.5-0.5B-Instruct, Q8_0: about 0.5 GB, ChatML). */
-#define TL_DEFAULT_HF_MODEL "Qwen/Qwen2.5-0.5B-Instruct-GGUF:qwen2.5-0.5b-instruct-q8_0.gguf"
-#define TL_DEFAULT_HF_ENDPOINT "https://huggingface.co"
-
-/* Sets *resolved_path (malloc'd; caller frees) to a readable local GGUF path.
- * Errors: TL_ERR_IO (a given path is unreadable, cache not writable),
- * TL_ERR_INVALID (malformed spec), TL_ERR_NETWORK (server unreachable: the
- * message says how to pass a local model with --model PATH or TYPELLM_MODEL),
- * TL_ERR_REMOTE (HTTP error status, size or SHA-256 mismatch). */
-tl_status tl_model_resolve(const char *model_path_or_null, const char *hf_spec_or_null, char **resolved_path,
-                           tl_error *err);
+/* tl_model_resolve and TL_DEFAULT_HF_MODEL are public: typellm/model.h. */
 
 /* SHA-256 of n bytes as 64 lowercase hex digits + NUL. */
 void tl_sha256_hex(const void *data, size_t n, char out[65]);

@@ -31,15 +31,16 @@ static tl_status local_detokenize(tl_backend *b, const int32_t *ids, size_t n, t
     return tl_vocab_detokenize(b->vocab, ids, n, true, true, out, err);
 }
 
-static tl_status local_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
+static tl_status local_eval(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
     local_backend *lb = b->impl;
-    tl_seq *seqs = calloc(k, sizeof *seqs);
+    return tl_session_eval_batch(lb->session, seqs, k, usage, err);
+}
+
+static tl_status local_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
+    tl_seq *seqs = tl_score_reqs_to_seqs(reqs, k, err);
     if (!seqs)
-        return tl_error_set(err, TL_ERR_NOMEM, "local backend: out of memory");
-    for (size_t i = 0; i < k; i++)
-        seqs[i] = (tl_seq){.ids = reqs[i].ids, .n = reqs[i].n, .cands = reqs[i].cands,
-                           .n_cands = reqs[i].n_cands, .cand_logprobs = reqs[i].logprobs};
-    tl_status st = tl_session_eval_batch(lb->session, seqs, k, usage, err);
+        return TL_ERR_NOMEM;
+    tl_status st = local_eval(b, seqs, k, usage, err);
     free(seqs);
     return st;
 }
@@ -50,6 +51,18 @@ static tl_status local_next_logits(tl_backend *b, const int32_t *ids, size_t n, 
     return tl_session_eval(lb->session, ids, n, logits, usage, err);
 }
 
+static tl_status local_eval_last(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                                 tl_usage *usage, tl_error *err) {
+    local_backend *lb = b->impl;
+    return tl_session_eval_last(lb->session, ids, n, k_last, logits, usage, err);
+}
+
+static tl_status local_flush(tl_backend *b, tl_error *err) {
+    local_backend *lb = b->impl;
+    tl_session_flush(lb->session);
+    return TL_OK;
+}
+
 static const tl_backend_ops local_ops = {
     .kind = "local",
     .free = local_free,
@@ -58,6 +71,9 @@ static const tl_backend_ops local_ops = {
     .score = local_score,
     .next_logits = local_next_logits,
     .generate_regex = NULL,
+    .eval = local_eval,
+    .eval_last = local_eval_last,
+    .flush = local_flush,
 };
 
 tl_status tl_backend_local_new(const tl_model *m, const tl_session_params *params, tl_backend **out, tl_error *err) {

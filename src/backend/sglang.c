@@ -6,8 +6,12 @@
  * POST /generate of the whole batch as a list: max_new_tokens 1, temperature
  * 0 (logprobs are then plain log_softmax), return_logprob with
  * token_ids_logprob = the candidates, logprob_start_len -1 (anything >= 0
- * would cap cache reuse). Tokenization goes to the server's /tokenize and
- * /detokenize, or to a local tokenizer GGUF for servers without them.
+ * would cap cache reuse). Tokenization runs on a local tokenizer GGUF when
+ * one is given (no round trip), else on the server's /tokenize and
+ * /detokenize, each distinct text once (a per-backend cache). Only what real
+ * SGLang serves is used: /model_info (or /get_model_info), /v1/models for
+ * the served name, /tokenize, /detokenize, /generate; SGLang does not send
+ * the chat template, so the caller must give one (template_from_caller).
  * 429 and 5xx answers and connection failures are retried with exponential
  * backoff (honouring Retry-After); any other surprise is a TL_ERR_REMOTE
  * naming the endpoint and the JSON path that was wrong. */
@@ -22,6 +26,7 @@
 
 #include "backend/backend.h"
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/strbuf.h"
 
 typedef struct sglang_impl {
@@ -35,7 +40,22 @@ typedef struct sglang_impl {
     char *chat_template;
     CURL *curl;
     pthread_mutex_t mu;  /* one transfer at a time on the handle */
+    tl_backend_requests *counts; /* the backend's public counters, updated under mu */
+    /* /tokenize replies by (flags, text): a decision tokenizes the same
+     * framing and label texts many times. Open addressing, cleared when full. */
+    struct tok_entry {
+        uint64_t hash;
+        char *text;     /* flags byte + text; NULL: empty slot */
+        size_t len;
+        int32_t *ids;
+        size_t n;
+    } *tok_cache;
+    size_t tok_cap, tok_used, tok_bytes;
+    pthread_mutex_t cache_mu;
 } sglang_impl;
+
+#define TOK_CACHE_SLOTS 4096          /* power of two */
+#define TOK_CACHE_MAX_BYTES (16u << 20)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -74,7 +94,12 @@ static tl_status http_call(sglang_impl *im, const char *path, const char *body, 
     snprintf(url, sizeof url, "%s%s", im->base, path);
     pthread_mutex_lock(&im->mu);
     tl_status st = TL_OK;
+    int64_t *count = !strcmp(path, "/tokenize")     ? &im->counts->tokenize
+                     : !strcmp(path, "/detokenize") ? &im->counts->detokenize
+                     : !strcmp(path, "/generate")   ? &im->counts->generate
+                                                    : &im->counts->other;
     for (int attempt = 0;; attempt++) {
+        (*count)++;
         tl_strbuf_clear(reply);
         header_state hs = {0};
         CURL *c = im->curl;
@@ -127,7 +152,10 @@ static tl_status http_call(sglang_impl *im, const char *path, const char *body, 
 }
 
 /* POSTs j (or GETs when j is NULL) and parses a JSON reply into *out.
- * A non-2xx status is TL_ERR_REMOTE with the server's message. */
+ * A non-2xx status is TL_ERR_REMOTE with the server's message. A 2xx reply
+ * that is not JSON (cut off, or an intermediary's page) is retried like a
+ * 5xx — every request this backend makes is idempotent — and reported with
+ * the parse position when it persists. */
 static tl_status call_json(sglang_impl *im, const char *path, json_t *j, json_t **out, long *status_out,
                            tl_error *err) {
     char *body = NULL;
@@ -138,20 +166,31 @@ static tl_status call_json(sglang_impl *im, const char *path, json_t *j, json_t 
     }
     tl_strbuf reply = TL_STRBUF_INIT;
     long status = 0;
-    tl_status st = http_call(im, path, body, &status, &reply, err);
-    free(body);
-    if (status_out)
-        *status_out = status;
-    if (st == TL_OK && (status < 200 || status >= 300))
-        st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld: %.300s", path, status,
-                          tl_strbuf_cstr(&reply));
-    if (st == TL_OK) {
+    tl_status st = TL_OK;
+    for (int attempt = 0;; attempt++) {
+        st = http_call(im, path, body, &status, &reply, err);
+        if (st == TL_OK && (status < 200 || status >= 300)) {
+            st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld: %.300s", path, status,
+                              tl_strbuf_cstr(&reply));
+            break;
+        }
+        if (st)
+            break;
         json_error_t je;
         *out = json_loadb(reply.buf ? reply.buf : "", reply.len, 0, &je);
-        if (!*out)
-            st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s: reply is not JSON (line %d, column %d: %s)", path,
-                              je.line, je.column, je.text);
+        if (*out)
+            break;
+        if (attempt >= im->max_retries) {
+            st = tl_error_set(err, TL_ERR_REMOTE,
+                              "sglang: %s: reply is not JSON (line %d, column %d: %s; %zu bytes, after %d attempts)",
+                              path, je.line, je.column, je.text, reply.len, attempt + 1);
+            break;
+        }
+        sleep_s(0.2 * (double)(1 << (attempt < 6 ? attempt : 6)));
     }
+    if (status_out)
+        *status_out = status;
+    free(body);
     tl_strbuf_free(&reply);
     return st;
 }
@@ -165,11 +204,96 @@ static json_t *ids_json(const int32_t *ids, size_t n) {
 
 /* ---- ops ------------------------------------------------------------------ */
 
+/* ---- the /tokenize cache ---------------------------------------------- */
+
+static void tok_cache_clear(sglang_impl *im) {
+    for (size_t i = 0; i < im->tok_cap; i++) {
+        free(im->tok_cache[i].text);
+        free(im->tok_cache[i].ids);
+    }
+    memset(im->tok_cache, 0, im->tok_cap * sizeof *im->tok_cache);
+    im->tok_used = im->tok_bytes = 0;
+}
+
+/* key = one flags byte + the text; the slot it is in or would go to. */
+static struct tok_entry *tok_cache_slot(sglang_impl *im, const char *key, size_t len, uint64_t h) {
+    size_t mask = im->tok_cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct tok_entry *e = &im->tok_cache[i];
+        if (!e->text || (e->hash == h && e->len == len && !memcmp(e->text, key, len)))
+            return e;
+    }
+}
+
+/* A copy of the cached ids for key, or false. */
+static bool tok_cache_get(sglang_impl *im, const char *key, size_t len, int32_t **ids, size_t *n) {
+    if (!im->tok_cache)
+        return false;
+    pthread_mutex_lock(&im->cache_mu);
+    struct tok_entry *e = tok_cache_slot(im, key, len, tl_hash_bytes(key, len));
+    bool hit = e->text != NULL;
+    if (hit) {
+        *ids = malloc((e->n ? e->n : 1) * sizeof **ids);
+        hit = *ids != NULL;
+        if (hit) {
+            memcpy(*ids, e->ids, e->n * sizeof **ids);
+            *n = e->n;
+        }
+    }
+    pthread_mutex_unlock(&im->cache_mu);
+    return hit;
+}
+
+static void tok_cache_put(sglang_impl *im, const char *key, size_t len, const int32_t *ids, size_t n) {
+    if (!im->tok_cache || len + n * sizeof *ids > TOK_CACHE_MAX_BYTES / 16)
+        return; /* long texts (contexts) are sent once anyway */
+    pthread_mutex_lock(&im->cache_mu);
+    if (im->tok_used * 2 >= im->tok_cap || im->tok_bytes + len + n * sizeof *ids > TOK_CACHE_MAX_BYTES)
+        tok_cache_clear(im);
+    uint64_t h = tl_hash_bytes(key, len);
+    struct tok_entry *e = tok_cache_slot(im, key, len, h);
+    if (!e->text) {
+        char *t = malloc(len);
+        int32_t *c = malloc((n ? n : 1) * sizeof *c);
+        if (t && c) {
+            memcpy(t, key, len);
+            memcpy(c, ids, n * sizeof *c);
+            *e = (struct tok_entry){h, t, len, c, n};
+            im->tok_used++;
+            im->tok_bytes += len + n * sizeof *ids;
+        } else {
+            free(t);
+            free(c);
+        }
+    }
+    pthread_mutex_unlock(&im->cache_mu);
+}
+
+static tl_status sg_tokenize_remote(sglang_impl *im, const char *text, size_t len, bool add_special, int32_t **ids,
+                                    size_t *n, tl_error *err);
+
 static tl_status sg_tokenize(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
                              int32_t **ids, size_t *n, tl_error *err) {
     sglang_impl *im = b->impl;
-    if (!im->remote_tokenizer)
+    if (im->local_vocab) /* the same model's tokenizer, here: no round trip */
         return tl_vocab_tokenize(im->local_vocab, text, len, add_special, parse_special, ids, n, err);
+    char *key = malloc(len + 1);
+    if (!key)
+        return tl_error_set(err, TL_ERR_NOMEM, "sglang: out of memory");
+    key[0] = (char)add_special;
+    memcpy(key + 1, text, len);
+    tl_status st = TL_OK;
+    if (!tok_cache_get(im, key, len + 1, ids, n)) {
+        st = sg_tokenize_remote(im, text, len, add_special, ids, n, err);
+        if (!st)
+            tok_cache_put(im, key, len + 1, *ids, *n);
+    }
+    free(key);
+    return st;
+}
+
+static tl_status sg_tokenize_remote(sglang_impl *im, const char *text, size_t len, bool add_special, int32_t **ids,
+                                    size_t *n, tl_error *err) {
     /* A server tokenizer always parses special-token text (as HF tokenizers do). */
     json_t *req = json_pack("{s:s%,s:b}", "prompt", text, len, "add_special_tokens", add_special);
     if (!req)
@@ -203,7 +327,7 @@ static tl_status sg_tokenize(tl_backend *b, const char *text, size_t len, bool a
 
 static tl_status sg_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_strbuf *out, tl_error *err) {
     sglang_impl *im = b->impl;
-    if (!im->remote_tokenizer)
+    if (im->local_vocab)
         return tl_vocab_detokenize(im->local_vocab, ids, n, false, true, out, err);
     json_t *req = json_pack("{s:o,s:b}", "tokens", ids_json(ids, n), "skip_special_tokens", 0);
     json_t *rep = NULL;
@@ -330,7 +454,12 @@ static void sg_free(tl_backend *b) {
         if (im->curl)
             curl_easy_cleanup(im->curl);
         tl_vocab_free(im->local_vocab);
+        if (im->tok_cache) {
+            tok_cache_clear(im);
+            free(im->tok_cache);
+        }
         pthread_mutex_destroy(&im->mu);
+        pthread_mutex_destroy(&im->cache_mu);
         free(im->base);
         free(im->auth_header);
         free(im->model_name);
@@ -364,7 +493,11 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
     }
     b->ops = &sglang_ops;
     b->impl = im;
+    im->counts = &b->requests;
     pthread_mutex_init(&im->mu, NULL);
+    pthread_mutex_init(&im->cache_mu, NULL);
+    im->tok_cache = calloc(TOK_CACHE_SLOTS, sizeof *im->tok_cache);
+    im->tok_cap = im->tok_cache ? TOK_CACHE_SLOTS : 0;
     im->base = strdup(params->base_url);
     size_t bl = strlen(im->base);
     while (bl > 0 && im->base[bl - 1] == '/')
@@ -394,36 +527,44 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
             tl_error_wrap(err, "sglang: cannot use the server at %s", im->base);
     }
     if (!st) {
-        const char *name = json_string_value(json_object_get(info, "served_model_name"));
-        if (!name)
-            name = json_string_value(json_object_get(info, "model_path"));
-        im->model_name = strdup(name ? name : "sglang");
-        const char *tmpl = json_string_value(json_object_get(info, "chat_template"));
-        if (im->local_vocab && tl_vocab_chat_template(im->local_vocab))
-            tmpl = tl_vocab_chat_template(im->local_vocab);
+        /* SGLang's /model_info names the path it loaded; the served name
+         * (what OpenAI-style replies call the model) is /v1/models' id. */
+        const char *path = json_string_value(json_object_get(info, "model_path"));
+        json_t *models = NULL;
+        tl_error merr = {0};
+        const char *name = NULL;
+        if (call_json(im, "/v1/models", NULL, &models, NULL, &merr) == TL_OK)
+            name = json_string_value(json_object_get(json_array_get(json_object_get(models, "data"), 0), "id"));
+        im->model_name = strdup(name ? name : path ? path : "sglang");
+        json_decref(models);
+        const char *tmpl = im->local_vocab ? tl_vocab_chat_template(im->local_vocab) : NULL;
         im->chat_template = tmpl ? strdup(tmpl) : NULL;
-        json_int_t nv = json_integer_value(json_object_get(info, "vocab_size"));
-        b->n_vocab = im->local_vocab ? tl_vocab_n_tokens(im->local_vocab) : (int32_t)nv;
+        b->n_vocab = im->local_vocab ? tl_vocab_n_tokens(im->local_vocab) : 0; /* 0: unknown, ids unchecked */
         json_decref(info);
-        /* Probe the tokenizer endpoints; fall back to the local tokenizer. */
-        json_t *probe = json_pack("{s:s,s:b}", "prompt", "a", "add_special_tokens", 0), *rep = NULL;
-        tl_error perr = {0};
-        long pst = 0;
-        im->remote_tokenizer = call_json(im, "/tokenize", probe, &rep, &pst, &perr) == TL_OK &&
-                               json_is_array(json_object_get(rep, "tokens"));
-        json_decref(probe);
-        json_decref(rep);
-        if (!im->remote_tokenizer && !im->local_vocab)
-            st = tl_error_set(err, TL_ERR_UNSUPPORTED,
-                              "sglang: %s has no /tokenize (%s); pass --tokenizer M.gguf with the same model's "
-                              "tokenizer",
-                              im->base, perr.msg[0] ? perr.msg : "unexpected reply");
+        if (!im->local_vocab) {
+            /* Probe the tokenizer endpoint (it answers with the same list for any text). */
+            json_t *probe = json_pack("{s:s,s:b}", "prompt", "a", "add_special_tokens", 0), *rep = NULL;
+            tl_error perr = {0};
+            long pst = 0;
+            im->remote_tokenizer = call_json(im, "/tokenize", probe, &rep, &pst, &perr) == TL_OK &&
+                                   json_is_array(json_object_get(rep, "tokens"));
+            json_decref(probe);
+            json_decref(rep);
+            if (!im->remote_tokenizer)
+                st = tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                  "sglang: %s has no /tokenize (%s); pass --tokenizer M.gguf with the same model's "
+                                  "tokenizer",
+                                  im->base, perr.msg[0] ? perr.msg : "unexpected reply");
+        }
     }
     if (st) {
         sg_free(b);
         return st;
     }
     b->vocab = im->local_vocab;
+    /* With the model's own GGUF here, its template (or its lack of one) is
+     * known; otherwise only the caller can say. */
+    b->template_from_caller = im->local_vocab == NULL;
     b->model_name = im->model_name;
     b->chat_template = im->chat_template;
     *out = b;

@@ -10,7 +10,7 @@
 
 /* Options: one grammar for every command (opt.h). */
 #include "cli/opt.h"
-#include "engine/engine.h"
+#include "typellm/typellm.h"
 
 /* The model path: arg when given, else $TYPELLM_MODEL, else NULL. */
 const char *tl_cli_model(const char *arg);

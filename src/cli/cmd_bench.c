@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "kernels/kernels.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 int tl_cmd_bench(int argc, char **argv) {
     const char *model_path = NULL;

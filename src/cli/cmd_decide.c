@@ -1,20 +1,12 @@
 /* cmd_decide.c: `typellm decide`: context + ordered JSON Schema -> typed
  * values with probabilities, printed as the JSON object tl_decide returns.
  * Options are one table for the shared parser (opt.h). */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "backend/download.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "decide/decide.h"
-#include "engine/engine.h"
-#include "util/error.h"
-#include "util/fileio.h"
-#include "util/json_text.h"
-
 
 #define MAX_CONTEXT_BYTES ((size_t)64 << 20)
 #define MAX_SCHEMA_BYTES ((size_t)16 << 20)
@@ -32,30 +24,34 @@ typedef struct decide_args {
     tl_decide_opts opts;
     /* Remote SGLang backend: --server URL [--api-key K | --api-key-file F] [--tokenizer M.gguf]. */
     const char *server, *api_key, *api_key_file, *tokenizer;
+    double server_timeout; /* seconds per request; 0: the backend's default */
+    long server_retries;   /* -1: the backend's default */
 } decide_args;
 
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
     tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .max_retries = -1};
+                          .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries};
     return tl_backend_sglang_new(&p, b, err);
 }
 
-static tl_status load_schema(const char *path, json_t **out, tl_error *err) {
+static tl_status load_schema(const char *path, tl_schema **out, tl_error *err) {
     char *data;
     size_t len;
     tl_status st = tl_read_file(path, MAX_SCHEMA_BYTES, &data, &len, err);
     if (st)
         return st;
-    json_error_t je;
-    *out = json_loadb(data, len, 0, &je);
-    free(data);
-    if (!*out)
-        return tl_error_set(err, TL_ERR_SCHEMA, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
-    return TL_OK;
+    st = tl_schema_parse(data, len, out, err);
+    tl_free(data);
+    if (st == TL_ERR_SCHEMA && strstr(err->msg, ": invalid JSON: ")) {
+        char msg[sizeof err->msg];
+        memcpy(msg, err->msg, sizeof msg);
+        tl_error_set(err, st, "%s:%s", path, msg); /* "S.json:3:7: invalid JSON: ..." */
+    }
+    return st;
 }
 
 int tl_cmd_decide(int argc, char **argv) {
-    decide_args a = {0};
+    decide_args a = {.server_retries = -1};
     a.api_key = getenv("TYPELLM_API_KEY");
     if (a.api_key && !*a.api_key)
         a.api_key = NULL;
@@ -91,7 +87,13 @@ int tl_cmd_decide(int argc, char **argv) {
          .help = "with --server: send Authorization: Bearer K (default $TYPELLM_API_KEY)"},
         {0, "api-key-file", TL_OPT_STR, &a.api_key_file, .metavar = "F", .help = "with --server: the key from F"},
         {0, "tokenizer", TL_OPT_STR, &a.tokenizer, .metavar = "M.gguf",
-         .help = "with --server: the model's tokenizer, for servers without /tokenize"},
+         .help = "with --server: the model's tokenizer and chat template (tokenizes locally; needed for\n"
+                 "                             numbers with multipleOf and patterns; SGLang sends no template, so a\n"
+                 "                             chat decision needs --tokenizer or --chat-template)"},
+        {0, "server-timeout", TL_OPT_DOUBLE, &a.server_timeout, .min = 0, .max = 86400, .flags = TL_OPT_GT_MIN,
+         .metavar = "S", .help = "with --server: seconds per request (default 60)"},
+        {0, "server-retries", TL_OPT_LONG, &a.server_retries, .min = 0, .max = 100, .metavar = "N",
+         .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"},
         {0},
     };
     const tl_opt_cmd cmd = {
@@ -120,13 +122,14 @@ int tl_cmd_decide(int argc, char **argv) {
         a.api_key = key_buf = data;
     }
     tl_error err = {0};
-    json_t *schema = NULL, *result = NULL;
+    tl_schema *schema = NULL;
+    tl_decision *result = NULL;
     char *context = NULL, *model_path = NULL;
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
     tl_status st = load_schema(a.schema_path, &schema, &err);
-    if (!st && !(st = tl_decide_check_schema(schema, &err))) {
+    if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);
             context = strdup(a.context_text);
@@ -150,21 +153,19 @@ int tl_cmd_decide(int argc, char **argv) {
     if (!st)
         st = tl_decide(b, context, context_len, schema, &a.opts, &result, &err);
     if (!st) {
-        json_t *shown = a.values_only ? json_object_get(result, "values") : result;
-        /* Shortest exact reals: 0.3 (not 0.29999999999999999), and a generated
-         * number such as 444444444444.0 prints exactly. */
-        char *text = tl_json_dumps(shown, JSON_INDENT(2));
+        /* Reals in their shortest exact form: 0.3, not 0.29999999999999999. */
+        char *text = tl_decision_to_json(result, TL_JSON_INDENT | (a.values_only ? TL_JSON_VALUES_ONLY : 0));
         if (text) {
             puts(text);
-            free(text);
+            tl_free(text);
         } else {
             st = tl_error_set(&err, TL_ERR_NOMEM, "out of memory");
         }
     }
     if (st)
         tl_cli_error("decide", err.msg);
-    json_decref(result);
-    json_decref(schema);
+    tl_decision_free(result);
+    tl_schema_free(schema);
     tl_backend_free(b);
     tl_model_free(model);
     free(model_path);

@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tok/vocab.h"
-#include "util/strbuf.h"
+#include "typellm/typellm.h"
 
 int tl_cmd_detokenize(int argc, char **argv) {
     const char *model = NULL, *ids_arg = NULL;

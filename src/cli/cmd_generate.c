@@ -16,11 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "util/fileio.h"
-#include "util/rng.h"
-#include "util/sample.h"
-#include "util/strbuf.h"
+#include "typellm/typellm.h"
 
 #define MAX_PROMPT_BYTES (64u << 20)
 

@@ -11,9 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "gguf/gguf.h"
-#include "util/strbuf.h"
+#include "typellm/typellm.h"
 
 #define KEY_PREVIEW_BYTES 60 /* string values are cut to this many bytes */
 #define KEY_PREVIEW_ITEMS 4  /* arrays show this many first items */

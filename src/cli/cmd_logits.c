@@ -9,9 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "util/fileio.h"
-#include "util/strbuf.h"
+#include "typellm/typellm.h"
 
 #define TOP_N 40
 #define SAMPLE_STRIDE 101

@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aeon/aeon.h"
-#include "aeon/oracle.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "util/fileio.h"
 
 int tl_cmd_oracle(int argc, char **argv) {
     const char *file = NULL, *prefix = NULL, *prefix_file = NULL;

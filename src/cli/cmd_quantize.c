@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernels/quantize_model.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 int tl_cmd_quantize(int argc, char **argv) {
     long threads = 0;

@@ -8,12 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/download.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "server/server.h"
-#include "util/error.h"
-#include "util/fileio.h"
 
 /* The key in a file: its first line, surrounding white space removed. */
 static char *read_key_file(const char *path, tl_error *err) {

@@ -9,13 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aeon/aeon.h"
-#include "aeon/oracle.h"
-#include "aeon/sampler.h"
-#include "backend/backend.h"
+#include "typellm/typellm.h"
 #include "cli/cli.h"
-#include "engine/engine.h"
-#include "util/fileio.h"
 
 /* The prompt: guidance from @prompt / @doc, the hole's context and goal, and the program. */
 static void build_prompt(const ae_program *p, const ae_scope *scope, tl_strbuf *out) {

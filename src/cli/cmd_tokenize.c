@@ -8,10 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tok/vocab.h"
-#include "util/fileio.h"
-#include "util/strbuf.h"
-#include "util/utf8.h"
+#include "typellm/typellm.h"
 
 #define MAX_INPUT_BYTES ((size_t)1 << 30)
 static const char TEST_SEPARATOR[] = "\n__ggml_vocab_test__\n";

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "typellm.h"
+#include "typellm/typellm.h"
 
 typedef struct command {
     const char *name;

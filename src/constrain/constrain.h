@@ -47,11 +47,13 @@
  * result's `tail` (refused when allow_tail is false). A multi-byte terminator
  * may be spread over several tokens.
  *
- * Remote backends (ops->generate_regex != NULL) get tl_number_regex(): it
+ * Remote backends (SGLang) run the same automaton client-side: each step
+ * asks the server for exactly the allowed tokens' log-probabilities, so
+ * ranges and multipleOf hold by construction there too. Only a remote
+ * backend without a local vocabulary falls back to tl_number_regex(): it
  * spells exactly the values in [lo, hi] (every spelling with up to `decimals`
- * fraction digits). multipleOf cannot in general be a regex, so the returned
- * text is validated after and a value off the step is a TL_ERR_REMOTE error
- * naming it.
+ * fraction digits); multipleOf cannot in general be a regex, so that
+ * fallback refuses a spec with a step.
  * tl_regex_parse() recognises the regexes built here so typellm's own server
  * can enforce a /generate `regex` with the automaton. */
 #ifndef TL_CONSTRAIN_CONSTRAIN_H
@@ -63,7 +65,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "typellm.h"
+#include "typellm/common.h"
 #include "util/strbuf.h"
 
 /* ===== number specs ===================================================== */
@@ -175,7 +177,7 @@ typedef struct tl_number_result {
     char *tail;              /* bytes after the terminator (malloc'd, may be "") */
     int32_t *ids;            /* tokens generated, closing token included (malloc'd) */
     size_t n_ids;
-    /* Per generated token (NULL for remote backends, which return no logits):
+    /* Per generated token (NULL on the remote regex fallback, whose sums are NaN):
      * logprob_full: log-softmax over the whole vocabulary (temperature 1);
      * logprob_allowed: the same renormalised over that step's allowed tokens. */
     double *logprob_full;
@@ -186,8 +188,8 @@ typedef struct tl_number_result {
 } tl_number_result;
 
 /* Generates one number after ids[0..n). idx: the backend vocabulary's index
- * (required for local backends; NULL makes one, costing a pass over the vocab);
- * remote backends use tl_number_regex and validate after. */
+ * (NULL makes one, costing a pass over the vocab); a remote backend without a
+ * vocabulary uses tl_number_regex (see above). */
 tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl_number_spec *spec,
                              const tl_number_close *close, const int32_t *ids, size_t n,
                              const tl_sample_params *sp, tl_number_result *out, tl_error *err);

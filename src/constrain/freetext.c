@@ -203,6 +203,22 @@ static size_t count_chars(const tl_strbuf *v) {
     return n;
 }
 
+/* Appends token id's raw bytes (as the model writes them) to out. */
+static bool append_token_bytes(const tl_vocab *v, int32_t id, tl_strbuf *out) {
+    char small[256];
+    size_t tb = tl_vocab_token_bytes(v, id, false, small, sizeof small);
+    if (tb <= sizeof small)
+        return tl_strbuf_append(out, small, tb);
+    char *big = malloc(tb);
+    bool ok = big != NULL;
+    if (ok) {
+        tl_vocab_token_bytes(v, id, false, big, tb);
+        ok = tl_strbuf_append(out, big, tb);
+    }
+    free(big);
+    return ok;
+}
+
 static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
                                  size_t max_chars, int max_tokens, tl_freetext_result *out, tl_error *err) {
     tl_strbuf re = TL_STRBUF_INIT, text = TL_STRBUF_INIT;
@@ -216,8 +232,22 @@ static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, co
                                     p->sample.seed, &gen, &n_gen, &out->usage, err);
     /* a closing terminator id is not part of the value's text */
     size_t n_text = n_gen && is_term_id(p, gen[n_gen - 1]) ? n_gen - 1 : n_gen;
-    if (!st)
+    /* With the model's tokenizer here, the raw bytes of the tokens (a server's
+     * detokenize would turn a character cut off at the token limit into
+     * U+FFFD; the bytes let finish() drop it instead). */
+    if (!st && b->vocab) {
+        for (size_t i = 0; i < n_text && !st; i++) {
+            if (gen[i] < 0 || gen[i] >= tl_vocab_n_tokens(b->vocab)) {
+                st = tl_error_set(err, TL_ERR_REMOTE, "free text: the %s backend returned token %d, not in the vocabulary",
+                                  b->ops->kind, (int)gen[i]);
+                break;
+            }
+            if (!append_token_bytes(b->vocab, gen[i], &text))
+                st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+        }
+    } else if (!st) {
         st = tl_backend_detokenize(b, gen, n_text, &text, err);
+    }
     if (!st) {
         lex(&lx, tl_strbuf_cstr(&text), text.len);
         if (!lx.closed && lx.pos < text.len)
@@ -283,7 +313,6 @@ tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, cons
         memcpy(seq, ids, n * sizeof *seq);
     size_t len = n;
     uint64_t rng = p->sample.seed;
-    char small[256];
     while (!out->closed) {
         if (out->n_ids == max_tokens) {
             out->truncated = true;
@@ -300,18 +329,9 @@ tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, cons
             out->closed = true;
             break;
         }
-        size_t tb = tl_vocab_token_bytes(v, id, false, small, sizeof small);
-        if (tb > sizeof small) {
-            char *big = malloc(tb);
-            if (!big) {
-                st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
-                goto done;
-            }
-            tl_vocab_token_bytes(v, id, false, big, tb);
-            tl_strbuf_append(&raw, big, tb);
-            free(big);
-        } else {
-            tl_strbuf_append(&raw, small, tb);
+        if (!append_token_bytes(v, id, &raw)) {
+            st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+            goto done;
         }
         lex(&lx, tl_strbuf_cstr(&raw), raw.len);
         if (lx.closed) {

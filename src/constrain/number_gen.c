@@ -1,10 +1,17 @@
 /* number_gen.c: generating one number over a backend.
  *
- * Local backends: per step, full logits from next_logits, the automaton's
- * allowed tokens, temperature applied to the allowed tokens only (greedy at
- * 0, seeded sampling otherwise), append, repeat until the value closes.
- * Remote backends: one regex-constrained generation, then the text is parsed
- * and checked against the range the regex could not carry. */
+ * Per step: the automaton's allowed tokens, their scores, temperature
+ * applied to the allowed tokens only (greedy at 0, seeded sampling
+ * otherwise), append, repeat until the value closes. Local backends score
+ * with full logits from next_logits; remote ones (SGLang) are asked for
+ * exactly the allowed tokens' log-probabilities (a candidate-only score call,
+ * as categorical decisions are), so the range and multipleOf hold by
+ * construction and the value's probability is the same number the local
+ * engine reports. Only a remote backend without a local tokenizer (no
+ * vocabulary to build the automaton from) falls back to one
+ * regex-constrained generation, and only where the regex is exact (no
+ * multipleOf finer than the decimals grid allows); the value then has no
+ * constrained probability (NaN). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +130,28 @@ done:
     return st;
 }
 
+/* One step's scores over the k allowed tokens, written to scores[allowed[i]]
+ * (scores has n_vocab entries; the others are left as they are), with
+ * *lse_full such that scores[id] - *lse_full is the token's log-softmax over
+ * the whole vocabulary. Local backends: full logits and their log-normaliser.
+ * Remote backends: exactly the allowed ids' log-probabilities from one
+ * candidate-only score call (lp has room for k), normaliser 0. */
+static tl_status step_scores(tl_backend *b, const int32_t *seq, size_t len, const int32_t *allowed, size_t k,
+                             float *scores, double *lp, double *lse_full, tl_usage *usage, tl_error *err) {
+    if (b->ops->next_logits) {
+        tl_status st = tl_backend_next_logits(b, seq, len, scores, usage, err);
+        if (!st)
+            *lse_full = tl_logsumexp_f(scores, (size_t)b->n_vocab);
+        return st;
+    }
+    tl_score_req q = {.ids = seq, .n = len, .cands = allowed, .n_cands = k, .logprobs = lp};
+    tl_status st = tl_backend_score(b, &q, 1, usage, err);
+    for (size_t i = 0; !st && i < k; i++)
+        scores[allowed[i]] = (float)lp[i];
+    *lse_full = 0;
+    return st;
+}
+
 tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl_number_spec *spec,
                              const tl_number_close *close, const int32_t *ids, size_t n,
                              const tl_sample_params *sp, tl_number_result *out, tl_error *err) {
@@ -132,16 +161,30 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
         sp = &greedy;
     if (!b || !spec || !close || (!ids && n))
         return tl_error_set(err, TL_ERR_INVALID, "number: missing backend, spec, close or ids");
-    if (!b->ops->next_logits) {
+    if (!b->ops->next_logits && !b->vocab) {
         if (!b->ops->generate_regex)
             return tl_error_set(err, TL_ERR_UNSUPPORTED, "number: the %s backend has neither logits nor regex",
                                 b->ops->kind);
-        return generate_remote(b, spec, close, ids, n, sp, out, err);
+        if (spec->step != 1) {
+            tl_strbuf d = TL_STRBUF_INIT;
+            tl_number_spec_describe(spec, &d);
+            tl_status rs = tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                        "number: %s: the multipleOf cannot be enforced over the %s backend without "
+                                        "the model's tokenizer: pass --tokenizer M.gguf (a GGUF of the same model)",
+                                        tl_strbuf_cstr(&d), b->ops->kind);
+            tl_strbuf_free(&d);
+            return rs;
+        }
+        tl_status rs = generate_remote(b, spec, close, ids, n, sp, out, err);
+        if (!rs)
+            out->sum_logprob_allowed = out->sum_logprob_full = NAN;
+        return rs;
     }
     tl_number_index *own = NULL;
     tl_number_automaton *a = NULL;
     int32_t *seq = NULL, *allowed = NULL;
     float *logits = NULL;
+    double *cand_lp = NULL;
     tl_status st = TL_OK;
     if (!idx) {
         if (!b->vocab)
@@ -161,10 +204,11 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
     seq = malloc((n + max_steps) * sizeof *seq);
     allowed = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *allowed);
     logits = malloc((size_t)b->n_vocab * sizeof *logits);
+    cand_lp = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *cand_lp);
     out->ids = malloc(max_steps * sizeof *out->ids);
     out->logprob_full = malloc(max_steps * sizeof(double));
     out->logprob_allowed = malloc(max_steps * sizeof(double));
-    if (!seq || !allowed || !logits || !out->ids || !out->logprob_full || !out->logprob_allowed) {
+    if (!seq || !allowed || !logits || !cand_lp || !out->ids || !out->logprob_full || !out->logprob_allowed) {
         st = tl_error_set(err, TL_ERR_NOMEM, "number: out of memory");
         goto done;
     }
@@ -180,8 +224,6 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
                               (int)tl, t);
             goto done;
         }
-        if ((st = tl_backend_next_logits(b, seq, len, logits, &out->usage, err)))
-            goto done;
         size_t k = tl_number_automaton_allowed(a, allowed);
         if (k == 0) {
             size_t tl;
@@ -190,8 +232,10 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
                               (int)tl, t);
             goto done;
         }
+        double lse_full = 0;
+        if ((st = step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
+            goto done;
         int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
-        double lse_full = tl_logsumexp_f(logits, (size_t)b->n_vocab);
         double lse_allowed = tl_logsumexp_ids(logits, allowed, k);
         if ((st = tl_number_automaton_accept(a, id, err))) {
             tl_error_wrap(err, "number: internal mask/accept mismatch");
@@ -227,5 +271,6 @@ done:
     free(seq);
     free(allowed);
     free(logits);
+    free(cand_lp);
     return st;
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "typellm.h"
+#include "typellm/common.h"
 
 #define TL_LABEL_POOL_SIZE (26 + 26 + 10 + 26 * 26)
 #define TL_LABEL_MAX_USABLE 255

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "decide/schema.h"
-#include "typellm.h"
+#include "typellm/common.h"
 
 typedef enum tl_dmode { TL_DMODE_AUTO = 0, TL_DMODE_SEQUENTIAL, TL_DMODE_BATCH } tl_dmode;
 

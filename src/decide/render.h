@@ -25,7 +25,7 @@
 #include "backend/backend.h"
 #include "decide/chat_template.h"
 #include "decide/schema.h"
-#include "typellm.h"
+#include "typellm/common.h"
 #include "util/strbuf.h"
 
 typedef enum tl_render_style { TL_STYLE_CHAT = 1, TL_STYLE_RECORD = 2 } tl_render_style;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "constrain/constrain.h"
-#include "typellm.h"
+#include "typellm/common.h"
 
 #define TL_DFIELD_MAX_VALUES 255
 #define TL_DSCHEMA_MAX_FIELDS 4096

@@ -143,6 +143,10 @@ static const tl_arch_desc ARCHS[] = {
     {.name = "gemma3", .arch = TL_ARCH_GEMMA3, .rope_neox = true,
      .flags = TL_AF_POST_NORMS | TL_AF_GELU | TL_AF_EMBD_SQRT | TL_AF_QK_NORM_HEAD | TL_AF_SWA_OWN_ROPE,
      .swa_period = 6},
+    {.name = "gemma4", .arch = TL_ARCH_GEMMA4, .rope_neox = true,
+     .flags = TL_AF_POST_NORMS | TL_AF_GELU | TL_AF_EMBD_SQRT | TL_AF_QK_NORM_HEAD | TL_AF_SWA_OWN_ROPE |
+              TL_AF_V_NORM | TL_AF_SWA_PER_LAYER,
+     .final_softcap = 30.0f},
     {.name = "phi3", .arch = TL_ARCH_PHI3, .rope_neox = true}, /* its sliding_window key is ignored */
     {.name = "smollm3", .arch = TL_ARCH_SMOLLM3, .nope_period = 4},
     {.name = "olmo2", .arch = TL_ARCH_OLMO2, .rope_neox = true,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "gguf/gguf.h"
+#include "typellm/model.h"
 
 /* ---- thread pool --------------------------------------------------------- */
 
@@ -32,8 +33,7 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
 
 /* ---- rows ---------------------------------------------------------------- */
 
-/* Which instruction set the kernels use ("avx512", "avx2", "scalar"). */
-const char *tl_kernels_isa(void);
+/* tl_kernels_isa (which instruction set the kernels use) is public: typellm/model.h. */
 /* True when the engine can multiply by weights of this type. */
 int tl_kernels_supports(tl_ggml_type t);
 /* Switches every later kernel call to the named path ("scalar", "avx2",

@@ -122,10 +122,12 @@ bad:
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
                         const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err) {
     sched_wait w = server_wait_for(s, req);
-    tl_backend b;
-    sched_backend_impl impl;
-    tl_sched_backend_init(&b, &impl, s->sched, s->model, &w);
-    return tl_decide(&b, context, context_len, schema, opts, result, err);
+    tl_backend *b = NULL;
+    tl_status st = tl_backend_shared_client(s->shared, &w, &b, err);
+    if (!st)
+        st = tl_decide_json(b, context, context_len, schema, opts, result, err);
+    tl_backend_free(b);
+    return st;
 }
 
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {

@@ -3,7 +3,7 @@
  * (chat/completions/completions.ts, completions.ts).
  *
  * Both are translated into a /generate request (sglang_api.c's gen_run does
- * the sampling, stops, logprobs and batching through the scheduler), and its
+ * the sampling, stops, logprobs and batching through the shared backend), and its
  * result is reshaped: one item per choice (n), streamed as OpenAI's chunks
  * ending in `data: [DONE]`. Chat messages are framed by the model's chat
  * template family (decide/chat_template.h); a model without a recognised
@@ -815,7 +815,7 @@ static void handle_openai_text(tl_server *s, const tl_http_request *req, tl_http
         return;
     }
     if (c->rq.stream && req->allow_stream) {
-        c->w.client_gone = NULL; /* the pipe reports a departed client */
+        c->w.cancelled = NULL; /* the pipe reports a departed client */
         if (server_stream_start(s, r, stream_run, c))
             return; /* the stream thread owns c and the slot */
         tl_server_slot_release(s);

@@ -3,7 +3,7 @@
  * the endpoint handlers, log one line per request, shut down cleanly.
  *
  * MHD runs one thread per connection, so a handler may block on the
- * scheduler without holding up other clients; while it waits it polls its
+ * shared backend without holding up other clients; while it waits it polls its
  * socket to notice a client that went away. */
 #define _GNU_SOURCE /* POLLRDHUP, strncasecmp */
 #include <arpa/inet.h>
@@ -57,10 +57,9 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     pthread_cond_init(&s->streams_cv, NULL);
     s->started_s = tl_now_s();
     s->started_wall = time(NULL);
-    tl_session_params sp = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0};
-    tl_status st = tl_session_new(m, &sp, &s->session, err);
-    if (st == TL_OK)
-        st = tl_scheduler_new(s->session, 256, &s->sched, err);
+    tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
+                           .max_batch_seqs = 256};
+    tl_status st = tl_backend_shared_new(m, &sp, &s->shared, err);
     if (st != TL_OK) {
         tl_server_free(s);
         return st;
@@ -73,8 +72,7 @@ void tl_server_free(tl_server *s) {
     if (!s)
         return;
     tl_server_stop(s);
-    tl_scheduler_free(s->sched);
-    tl_session_free(s->session);
+    tl_backend_free(s->shared);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->streams_cv);
     free(s->host);
@@ -122,9 +120,29 @@ uint64_t tl_server_next_rid(tl_server *s) {
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
     sched_wait w = {0};
     w.deadline_s = tl_now_s() + s->p.request_timeout_s;
-    w.client_gone = req->client_gone;
-    w.client_ctx = req->client_ctx;
+    w.cancelled = req->client_gone;
+    w.ctx = req->client_ctx;
     return w;
+}
+
+/* One call through a client of the shared backend carrying w. */
+tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
+    tl_backend *c = NULL;
+    tl_status st = tl_backend_shared_client(s->shared, w, &c, err);
+    if (!st)
+        st = tl_backend_eval(c, seqs, k, usage, err);
+    tl_backend_free(c);
+    return st;
+}
+
+tl_status server_eval_last(tl_server *s, const sched_wait *w, const int32_t *ids, size_t n, size_t k_last,
+                           float *logits, tl_usage *usage, tl_error *err) {
+    tl_backend *c = NULL;
+    tl_status st = tl_backend_shared_client(s->shared, w, &c, err);
+    if (!st)
+        st = tl_backend_eval_last(c, ids, n, k_last, logits, usage, err);
+    tl_backend_free(c);
+    return st;
 }
 
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err) {

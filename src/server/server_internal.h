@@ -1,5 +1,5 @@
 /* server_internal.h: what the server's files share: the server struct, the
- * scheduler that owns the model session, reply helpers for the two error
+ * shared backend that runs the model, reply helpers for the two error
  * dialects (SGLang's {"error":{...}} and FastAPI/System One's {"detail":...}),
  * and the socket-free request parsers the fuzz targets drive. */
 #ifndef TL_SERVER_INTERNAL_H
@@ -12,47 +12,16 @@
 #include "backend/backend.h"
 #include "server/server.h"
 
-/* ---- scheduler (scheduler.c) --------------------------------------------- */
+/* The model runs behind the library's shared batching backend
+ * (tl_backend_shared_new): request threads call it at once, and it merges
+ * their forward passes over one prefix cache. Each request's deadline and
+ * cancellation are a tl_call_limits (server_wait_for). */
+typedef tl_call_limits sched_wait;
 
-typedef struct tl_scheduler tl_scheduler;
-
-typedef enum sched_job_kind {
-    SCHED_EVAL,      /* seqs[0..k): next-position logits / candidate logprobs */
-    SCHED_EVAL_LAST, /* seqs[0]: logits at the last k_last positions (prompt logprobs) */
-    SCHED_FLUSH      /* drop the prefix cache */
-} sched_job_kind;
-
-/* Cancellation and deadline of the request a job belongs to. */
-typedef struct sched_wait {
-    double deadline_s;                 /* tl_now_s() value; 0: none */
-    bool (*client_gone)(void *ctx);
-    void *client_ctx;
-} sched_wait;
-
-tl_status tl_scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler **out, tl_error *err);
-void tl_scheduler_free(tl_scheduler *s); /* stops the thread; queued jobs get TL_ERR_CANCELLED */
-/* Runs seqs through the session together with whatever other requests are
- * waiting; blocks until done, the deadline passes or the client goes.
- * usage (optional) receives this request's share. */
-tl_status tl_scheduler_eval(tl_scheduler *s, tl_seq *seqs, size_t k, const sched_wait *w, tl_usage *usage,
-                            tl_error *err);
-/* logits: k_last x n_vocab floats at the last k_last positions of ids. */
-tl_status tl_scheduler_eval_last(tl_scheduler *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
-                                 const sched_wait *w, tl_usage *usage, tl_error *err);
-tl_status tl_scheduler_flush(tl_scheduler *s, tl_error *err);
-/* Batched evaluations run so far (tests check that requests were merged). */
-size_t tl_scheduler_batches_run(const tl_scheduler *s);
-
-/* A tl_backend whose scoring goes through the scheduler (so tl_decide calls
- * from many request threads are batched together). One per request: it
- * carries that request's deadline and cancellation. */
-typedef struct sched_backend_impl {
-    tl_scheduler *sched;
-    const tl_model *model;
-    sched_wait wait;
-} sched_backend_impl;
-void tl_sched_backend_init(tl_backend *b, sched_backend_impl *impl, tl_scheduler *sched, const tl_model *model,
-                           const sched_wait *w);
+/* Batched evaluation / prompt logits on the shared backend under w. */
+tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+tl_status server_eval_last(tl_server *s, const sched_wait *w, const int32_t *ids, size_t n, size_t k_last,
+                           float *logits, tl_usage *usage, tl_error *err);
 
 /* ---- the server ---------------------------------------------------------- */
 
@@ -64,8 +33,7 @@ struct tl_server {
     const tl_vocab *vocab;
     int32_t n_vocab;
     int32_t n_ctx;
-    tl_session *session;
-    tl_scheduler *sched;
+    tl_backend *shared;         /* tl_backend_shared_new: the one session, merged batches */
     struct MHD_Daemon *daemon;
     int port;
     pthread_mutex_t mu;
@@ -319,7 +287,7 @@ void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply 
  * does not tokenize, so an oversized text costs no tokenizer memory. */
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
 
-/* tl_decide through the scheduler under the request's deadline and
+/* tl_decide through the shared backend under the request's deadline and
  * cancellation (decide_api.c): what every decision endpoint runs. */
 struct tl_decide_opts;
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,

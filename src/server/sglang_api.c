@@ -4,7 +4,7 @@
  * /model_info, /health_generate, /flush_cache.
  *
  * /generate runs the items of a batch in lockstep: each step presents every
- * unfinished item's whole sequence to the scheduler at once (the prefix
+ * unfinished item's whole sequence to the shared backend at once (the prefix
  * cache makes that cost one new token each), samples on this thread, and
  * records logprobs exactly as SGLang shapes them: triples
  * [logprob, token_id, text|null], log_softmax of the raw logits when greedy,
@@ -612,7 +612,7 @@ static bool seq_push(gen_state *g, int32_t id) {
 }
 
 /* Input logprobs for positions [start, n_prompt) of one item (SGLang: the
- * first prompt token has none). Runs as its own scheduler job. */
+ * first prompt token has none). Runs as its own shared-backend job. */
 static tl_status input_logprobs(tl_server *s, const gen_request *rq, gen_state *g, const sched_wait *w,
                                 tl_usage *u, tl_error *err) {
     size_t n = g->n_prompt, start = (size_t)rq->logprob_start_len;
@@ -632,7 +632,7 @@ static tl_status input_logprobs(tl_server *s, const gen_request *rq, gen_state *
         free(lp);
         return tl_error_set(err, TL_ERR_NOMEM, "input logprobs: out of memory");
     }
-    tl_status st = tl_scheduler_eval_last(s->sched, g->seq, n, k_last, logits, w, u, err);
+    tl_status st = server_eval_last(s, w, g->seq, n, k_last, logits, u, err);
     if (st == TL_OK) {
         bool wt = rq->return_text_in_logprobs;
         for (size_t i = start; i < n; i++) {
@@ -843,7 +843,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
     }
     if (k) {
         tl_usage u = {0};
-        st = tl_scheduler_eval(s->sched, seqs, k, w, &u, err);
+        st = server_eval(s, w, seqs, k, &u, err);
         if (st != TL_OK)
             goto done;
         for (size_t j = 0; j < k; j++)
@@ -863,7 +863,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
         }
         if (k == 0)
             break;
-        if (w->client_gone && w->client_gone(w->client_ctx)) {
+        if (w->cancelled && w->cancelled(w->ctx)) {
             st = tl_error_set(err, TL_ERR_CANCELLED, "client went away");
             goto done;
         }
@@ -872,7 +872,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
             goto done;
         }
         tl_usage u = {0};
-        st = tl_scheduler_eval(s->sched, seqs, k, w, &u, err);
+        st = server_eval(s, w, seqs, k, &u, err);
         if (st != TL_OK)
             goto done;
         if (first_step) {
@@ -1007,7 +1007,7 @@ void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r)
             j->s = s;
             j->rq = rq;
             j->w = w;
-            j->w.client_gone = NULL; /* the pipe reports a departed client */
+            j->w.cancelled = NULL; /* the pipe reports a departed client */
             if (server_stream_start(s, r, stream_generate, j))
                 return; /* the stream thread owns j and the slot */
         }
@@ -1144,20 +1144,18 @@ out:
     json_decref(root);
 }
 
+/* Exactly SGLang's /model_info (python/sglang/srt/entrypoints/http_server.py,
+ * v0.5): no extra fields a client could come to rely on. The chat template,
+ * vocabulary size and served name are not in it; clients get the name from
+ * /v1/models and the template and vocabulary from a local copy of the model. */
 void handle_model_info(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
     const char *path = s->p.model_path ? s->p.model_path : tl_model_name(s->model);
-    json_t *info =
-               json_pack("{s:o,s:o,s:b,s:n,s:s,s:b,s:b,s:s,s:[s],s:i,s:i,s:o}", "model_path",
-                         json_string_lossy(path, strlen(path)), "tokenizer_path", json_string_lossy(path, strlen(path)), "is_generation", 1, "preferred_sampling_params", "weight_version", "default",
-                         "has_image_understanding", 0, "has_audio_understanding", 0, "model_type",
-                         tl_model_arch(s->model), "architectures", tl_model_arch(s->model), "max_total_num_tokens",
-                         s->n_ctx, "vocab_size", s->n_vocab, "served_model_name",
-                         json_string_lossy(tl_model_name(s->model), strlen(tl_model_name(s->model))));
-    /* Not in SGLang's reply: lets typellm's SGLang backend render chat prompts
-     * exactly as the local engine does. */
-    const char *tmpl = tl_vocab_chat_template(s->vocab);
-    json_object_set_new(info, "chat_template", tmpl ? json_string_lossy(tmpl, strlen(tmpl)) : json_null());
+    json_t *info = json_pack("{s:o,s:o,s:b,s:n,s:s,s:b,s:b,s:s,s:[s]}", "model_path",
+                             json_string_lossy(path, strlen(path)), "tokenizer_path",
+                             json_string_lossy(path, strlen(path)), "is_generation", 1, "preferred_sampling_params",
+                             "weight_version", "default", "has_image_understanding", 0, "has_audio_understanding", 0,
+                             "model_type", tl_model_arch(s->model), "architectures", tl_model_arch(s->model));
     reply_json(r, 200, info);
 }
 
@@ -1168,7 +1166,7 @@ void handle_health_generate(tl_server *s, const tl_http_request *req, tl_http_re
     tl_seq seq = {.ids = &id, .n = 1, .logits = logits};
     sched_wait w = server_wait_for(s, req);
     tl_error err = {0};
-    tl_status st = logits ? tl_scheduler_eval(s->sched, &seq, 1, &w, NULL, &err) : TL_ERR_NOMEM;
+    tl_status st = logits ? server_eval(s, &w, &seq, 1, NULL, &err) : TL_ERR_NOMEM;
     free(logits);
     if (st != TL_OK) {
         reply_sglang_error(r, 503, "health_generate failed: %s", err.msg);
@@ -1182,7 +1180,7 @@ void handle_health_generate(tl_server *s, const tl_http_request *req, tl_http_re
 void handle_flush_cache(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
     tl_error err = {0};
-    if (tl_scheduler_flush(s->sched, &err) != TL_OK) {
+    if (tl_backend_flush(s->shared, &err) != TL_OK) {
         reply_sglang_error(r, 503, "flush_cache: %s", err.msg);
         return;
     }

@@ -2,6 +2,7 @@
 #include "util/error.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,4 +58,18 @@ const char *tl_status_name(tl_status s) {
     case TL_ERR_INTERNAL: return "internal";
     }
     return "unknown";
+}
+
+const char *tl_version(void) { return TL_VERSION; }
+
+void tl_free(void *p) { free(p); }
+
+void tl_usage_add(tl_usage *to, const tl_usage *u) {
+    if (!to || !u)
+        return;
+    to->prompt_tokens += u->prompt_tokens;
+    to->cached_tokens += u->cached_tokens;
+    to->computed_tokens += u->computed_tokens;
+    to->forward_passes += u->forward_passes;
+    to->output_tokens += u->output_tokens;
 }

@@ -1,17 +1,13 @@
-/* fileio.h: whole-file reads with clear errors, and a monotonic clock. */
+/* fileio.h: whole-file reads with clear errors and a monotonic clock
+ * (declared in the public typellm/util.h), and atomic file writes. */
 #ifndef TL_UTIL_FILEIO_H
 #define TL_UTIL_FILEIO_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
-#include <stdint.h>
 
-#include "typellm.h"
+#include "typellm/util.h"
 
-/* Reads the whole file (or stdin when path is "-") into a NUL-terminated
- * malloc'd buffer; *len excludes the NUL. Refuses files over max_bytes. */
-tl_status tl_read_file(const char *path, size_t max_bytes, char **data, size_t *len, tl_error *err);
+/* ---- private to the library ---------------------------------------------- */
 
 /* A file written atomically: the bytes go to a temporary file in the same
  * folder (".NAME.XXXXXX"), which tl_atomic_commit flushes, fsyncs and renames
@@ -30,12 +26,7 @@ tl_status tl_atomic_commit(tl_atomic_file *af, tl_error *err);
 /* Closes and removes the temporary file (the final name is untouched). Safe on
  * a zeroed or already committed tl_atomic_file. */
 void tl_atomic_abort(tl_atomic_file *af);
-
 /* True when paths a and b name the same existing file (after following links). */
 bool tl_same_file(const char *a, const char *b);
-
-/* Monotonic time in seconds / nanoseconds. */
-double tl_now_s(void);
-uint64_t tl_now_ns(void);
 
 #endif

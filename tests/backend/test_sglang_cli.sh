@@ -31,7 +31,13 @@ for model in qwen2-d64-q8_0 stories260k-f32; do
   [ "$model" = stories260k-f32 ] && modes=batch   # record style (no chat template): one mode is enough
   for mode in $modes; do
     "$TL_BIN" decide --model "$m" --threads 1 --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/local.json"
-    "$TL_BIN" decide --server "$url" --api-key cli-key --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/remote.json"
+    # SGLang sends no chat template: the client is told where to get one
+    tsrc=(--chat-template chatml); [ "$model" = stories260k-f32 ] && tsrc=(--style record)
+    if "$TL_BIN" decide --server "$url" --api-key cli-key --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >/dev/null 2>"$SCRATCH/err"; then
+      echo "$model/$mode: a remote run without a template source must fail"; exit 1; fi
+    grep -q -- "--chat-template" "$SCRATCH/err" && grep -q -- "--tokenizer" "$SCRATCH/err" ||
+      { echo "the refusal should name --chat-template and --tokenizer: $(cat "$SCRATCH/err")"; exit 1; }
+    "$TL_BIN" decide --server "$url" --api-key cli-key "${tsrc[@]}" --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/remote.json"
     compare "$SCRATCH/local.json" "$SCRATCH/remote.json" "$model/$mode"
     [ "$mode" = batch ] || continue   # a local tokenizer instead of /tokenize: once per model
     "$TL_BIN" decide --server "$url" --api-key cli-key --tokenizer "$m" --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/remote2.json"

@@ -122,6 +122,17 @@ static tl_status rb_generate_regex(tl_backend *b, const int32_t *ids, size_t n, 
 static const tl_backend_ops regex_ops = {.kind = "regex-only", .detokenize = rb_detokenize,
                                          .generate_regex = rb_generate_regex};
 
+/* ---- a score-only backend (SGLang's shape with a local tokenizer): no
+ * logits, only candidate log-probabilities, served by the local engine ---- */
+
+static tl_status so_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
+    regex_backend *rb = b->impl;
+    rb->calls++;
+    return tl_backend_score(rb->local, reqs, k, usage, err);
+}
+
+static const tl_backend_ops score_ops = {.kind = "score-only", .score = so_score};
+
 /* ---- the properties ---- */
 
 typedef struct counts {
@@ -185,6 +196,9 @@ static void run_model(const char *file, int n_specs) {
 
     regex_backend rbi = {.local = b, .idx = idx};
     tl_backend rb = {.ops = &regex_ops, .vocab = NULL, .n_vocab = b->n_vocab, .model_name = "regex", .impl = &rbi};
+    regex_backend sbi = {.local = b, .idx = idx};
+    tl_backend sb = {.ops = &score_ops, .vocab = b->vocab, .n_vocab = b->n_vocab, .model_name = "score", .impl = &sbi};
+    int regex_runs = 0, score_runs = 0;
 
     counts c = {0};
     int remote_runs = 0;
@@ -220,6 +234,24 @@ static void run_model(const char *file, int n_specs) {
                 digits += t[j] >= '0' && t[j] <= '9';
             c.multi_digit_tokens += digits > 1;
         }
+        /* candidate-only scoring (the remote path with a local tokenizer):
+         * the same tokens as with full logits, probabilities within 1e-4 */
+        if (i % 4 == 1) {
+            tl_number_result rs;
+            tl_error e3 = {0};
+            st = tl_number_generate(&sb, idx, &spec, &close, ids, n, &samp, &rs, &e3);
+            CHECKF(st == TL_OK, "%s %s: score-only: %s", file, json, e3.msg);
+            if (st == TL_OK) {
+                score_runs++;
+                CHECKF(rs.n_ids == r.n_ids && !memcmp(rs.ids, r.ids, r.n_ids * sizeof *r.ids),
+                       "%s %s: score-only tokens differ from full-logit ones", file, json);
+                CHECKF(fabs(rs.sum_logprob_allowed - r.sum_logprob_allowed) < 1e-4 &&
+                           fabs(rs.sum_logprob_full - r.sum_logprob_full) < 1e-4,
+                       "%s %s: score-only logprobs %g/%g vs %g/%g", file, json, rs.sum_logprob_allowed,
+                       rs.sum_logprob_full, r.sum_logprob_allowed, r.sum_logprob_full);
+            }
+            tl_number_result_free(&rs);
+        }
         /* the same seed gives the same tokens */
         if (i % 10 == 0) {
             tl_number_result r2;
@@ -228,31 +260,35 @@ static void run_model(const char *file, int n_specs) {
             tl_number_result_free(&r2);
         }
         tl_number_result_free(&r);
-        /* the remote path: regex out, range checked after */
+        /* the remote path without a vocabulary: the server's regex, only
+         * where it is exact (a multipleOf is refused before any call) */
         if (i % 4 == 0 && close.terminator) {
             remote_runs++;
             tl_number_result rr;
             tl_error e2 = {0};
             st = tl_number_generate(&rb, NULL, &spec, &close, ids, n, &samp, &rr, &e2);
-            if (st == TL_OK) {
-                CHECK(rr.logprob_full == NULL);
-                check_result(file, json, &spec, &rr, &c);
-            } else {
-                CHECKF(st == TL_ERR_REMOTE && strstr(e2.msg, "generated"), "%s %s: %s", file, json, e2.msg);
-                /* the regex spells the range exactly: only a multipleOf can fail after */
-                CHECKF(spec.step > 1, "%s %s: out of range although the regex is exact: %s", file, json, e2.msg);
+            if (spec.step > 1) {
+                CHECKF(st == TL_ERR_UNSUPPORTED && strstr(e2.msg, "--tokenizer"), "%s %s: %s", file, json, e2.msg);
                 c.remote_out_of_range++;
+            } else {
+                regex_runs++;
+                CHECKF(st == TL_OK, "%s %s: regex path: %s", file, json, e2.msg);
+                if (st == TL_OK) {
+                    CHECK(rr.logprob_full == NULL && isnan(rr.sum_logprob_allowed));
+                    check_result(file, json, &spec, &rr, &c);
+                }
             }
             tl_number_result_free(&rr);
         }
     }
     fprintf(stderr,
             "%s: %d generated (%d negative, %d with a fraction, %d closed by id, %d multi-digit tokens), %d schema "
-            "errors; remote path %d runs, %d off the multipleOf step reported\n",
+            "errors; regex-only path %d runs, %d multipleOf refused; score-only path %d runs, %d score calls\n",
             file, c.ok, c.negative, c.fractional, c.closed_by_id, c.multi_digit_tokens, c.schema_errors, remote_runs,
-            c.remote_out_of_range);
+            c.remote_out_of_range, score_runs, sbi.calls);
     CHECK(c.ok > n_specs / 2);
-    CHECK(rbi.calls == remote_runs);
+    CHECK(rbi.calls == regex_runs);
+    CHECK(score_runs > 0 && sbi.calls >= score_runs);
     free(ids);
     tl_number_index_free(idx);
     tl_backend_free(b);

@@ -63,7 +63,7 @@ static json_t *parse(const char *text) {
 static json_t *run(tl_backend *b, const char *schema_text, const json_t *given, const tl_decide_opts *o) {
     json_t *schema = parse(schema_text), *res = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide_given(b, CONTEXT, strlen(CONTEXT), schema, given, o, &res, &err);
+    tl_status st = tl_decide_given_json(b, CONTEXT, strlen(CONTEXT), schema, given, o, &res, &err);
     CHECKF(st == TL_OK, "%s", err.msg);
     json_decref(schema);
     return res;
@@ -387,27 +387,27 @@ static void test_errors(fixture *fx) {
     json_t *schema = parse("{\"properties\":{\"a\":{\"type\":\"boolean\"}}}"), *res = NULL;
     tl_error err = {0};
     tl_decide_opts o = {.mode = "parallel"};
-    CHECK(tl_decide(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "parallel"));
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "parallel"));
     o = (tl_decide_opts){.style = "poem"};
-    CHECK(tl_decide(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "poem"));
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "poem"));
     o = (tl_decide_opts){.chat_template = "vicuna"};
-    CHECK(tl_decide(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "vicuna"));
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID && strstr(err.msg, "vicuna"));
     o = (tl_decide_opts){.temperature = -1};
-    CHECK(tl_decide(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID);
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID);
     o = (tl_decide_opts){.threshold = 2};
-    CHECK(tl_decide(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID);
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, &o, &res, &err) == TL_ERR_INVALID);
     json_t *given = parse("{\"nope\":true}");
-    CHECK(tl_decide_given(fx->b, "x", 1, schema, given, NULL, &res, &err) == TL_ERR_INVALID &&
+    CHECK(tl_decide_given_json(fx->b, "x", 1, schema, given, NULL, &res, &err) == TL_ERR_INVALID &&
           strstr(err.msg, "given/nope"));
     json_decref(given);
     given = parse("{\"a\":3}");
-    CHECK(tl_decide_given(fx->b, "x", 1, schema, given, NULL, &res, &err) == TL_ERR_INVALID &&
+    CHECK(tl_decide_given_json(fx->b, "x", 1, schema, given, NULL, &res, &err) == TL_ERR_INVALID &&
           strstr(err.msg, "domain"));
     json_decref(given);
     CHECK(res == NULL);
     json_decref(schema);
     schema = parse("{\"properties\":{\"a\":{\"type\":\"string\"}}}");
-    CHECK(tl_decide(fx->b, "x", 1, schema, NULL, &res, &err) == TL_ERR_SCHEMA && strstr(err.msg, "/properties/a"));
+    CHECK(tl_decide_json(fx->b, "x", 1, schema, NULL, &res, &err) == TL_ERR_SCHEMA && strstr(err.msg, "/properties/a"));
     json_decref(schema);
 }
 

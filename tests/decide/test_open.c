@@ -64,7 +64,7 @@ static size_t utf8_chars(const char *s) {
 static json_t *run(tl_backend *b, const json_t *schema, const tl_decide_opts *o) {
     json_t *res = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide(b, CONTEXT, strlen(CONTEXT), schema, o, &res, &err);
+    tl_status st = tl_decide_json(b, CONTEXT, strlen(CONTEXT), schema, o, &res, &err);
     CHECKF(st == TL_OK, "%s", err.msg);
     return res;
 }
@@ -268,7 +268,7 @@ static void test_given(fixture *fx) {
     json_t *given = parse("{\"what\":\"sync \\\"drift\\\"\"}"), *res = NULL;
     tl_decide_opts o = {.style = "record", .trace = true};
     tl_error err = {0};
-    CHECKF(tl_decide_given(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_OK, "%s", err.msg);
+    CHECKF(tl_decide_given_json(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_OK, "%s", err.msg);
     if (res) {
         json_t *what = json_object_get(json_object_get(res, "fields"), "what");
         CHECK(json_is_true(json_object_get(what, "open")) && json_is_true(json_object_get(what, "given")));
@@ -283,7 +283,7 @@ static void test_given(fixture *fx) {
     res = NULL;
     json_decref(given);
     given = parse("{\"what\":\"far longer than twenty characters\"}");
-    CHECK(tl_decide_given(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_ERR_INVALID &&
+    CHECK(tl_decide_given_json(fx->b, CONTEXT, strlen(CONTEXT), schema, given, &o, &res, &err) == TL_ERR_INVALID &&
           strstr(err.msg, "maxLength"));
     json_decref(given);
     json_decref(schema);

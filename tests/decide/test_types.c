@@ -152,7 +152,7 @@ static void one_case(tl_backend *b, size_t max_values, size_t max_fields, bool l
 
     json_t *res = NULL;
     tl_error err = {0};
-    tl_status st = tl_decide(b, ctx.buf, ctx.len, schema, &o, &res, &err);
+    tl_status st = tl_decide_json(b, ctx.buf, ctx.len, schema, &o, &res, &err);
     if (st == TL_ERR_SCHEMA && strstr(err.msg, "labels are single tokens")) {
         n_label_errors++;
     } else if (st == TL_ERR_LIMIT && strstr(err.msg, "context length")) {

@@ -102,7 +102,7 @@ static double check_ref(const tl_model *m, tl_session *s, const char *ref_path, 
  * as an unsupported architecture or type until they land (each landing
  * removes its names here). Anything else that fails to load is a failure. */
 static bool pending_arch(const char *msg) {
-    static const char *pending[] = {"'qwen3moe'", "'qwen2moe'", "'qwen35'", "gpt-oss", "'gemma4'"};
+    static const char *pending[] = {"'qwen3moe'", "'qwen2moe'", "'qwen35'", "gpt-oss"};
     for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++)
         if (strstr(msg, pending[i]))
             return true;
@@ -142,6 +142,15 @@ int main(void) {
         tl_session_params sp = {.n_threads = 2};
         CHECK(tl_session_new(m, &sp, &s, &err) == TL_OK);
         double tol = is_float_type(tl_model_type_name(m)) ? 0.02 : 0.05;
+        /* gemma4's fixture (q·k unscaled, so scores are large) amplifies the
+         * rounding of llama.cpp's BF16 kernels: node-llama-cpp 3.22.1 gives
+         * results 5-10% apart on the BF16 file and on the same weights
+         * converted to F32 (code prompt), and on the F32 copy it agrees with
+         * typellm to 0.4%. Its bar is 8%; each of its features moves the
+         * logits by 50% or more (without layer_output_scale 100%, without
+         * RoPE 50%, with 1/sqrt(d) 140%), so a wrong feature still fails. */
+        if (!strcmp(stem, "gemma4-spm-d128-bf16"))
+            tol = 0.08;
         /* stories260k-v1 is the same model as stories260k in GGUF v1: same references */
         const char *ref_stem = !strcmp(stem, "stories260k-v1-f32") ? "stories260k-f32" : stem;
         DIR *rd = opendir(ref_dir);
@@ -168,7 +177,7 @@ int main(void) {
         tl_model_free(m);
     }
     closedir(d);
-    CHECKF(n_models >= 18, "only %d models loaded", n_models);
-    CHECKF(n_refs >= (sanitizer_run ? 18 : 93), "only %d references checked", n_refs);
+    CHECKF(n_models >= 19, "only %d models loaded", n_models);
+    CHECKF(n_refs >= (sanitizer_run ? 19 : 98), "only %d references checked", n_refs);
     return TEST_DONE();
 }

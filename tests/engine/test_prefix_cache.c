@@ -301,6 +301,7 @@ int main(void) {
      * reused wrongly), soft-caps, fused q/k/v and gate/up, NoPE layers,
      * multipliers, attention temperature */
     static const char *more[] = {"models/gemma2-spm-d64-f32.gguf",   "models/gemma3-spm-d128-f16.gguf",
+                                 "models/gemma4-spm-d128-bf16.gguf",
                                  "models/phi3-d64-bf16.gguf",        "models/smollm3-gpt2-d64-f16.gguf",
                                  "models/olmo2-gpt2-d64-q8_0.gguf",  "models/granite-gpt2-d64-bf16.gguf",
                                  "models/mistral3-spm-d256-q4_k_m.gguf"};

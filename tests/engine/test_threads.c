@@ -63,6 +63,7 @@ int main(void) {
     /* issue 14's dense families: windows, soft-caps, fused matrices, NoPE, multipliers */
     check_model("models/gemma2-spm-d64-f32.gguf", "ref/gemma2-spm-d64-f32.code.json");
     check_model("models/gemma3-spm-d128-f16.gguf", "ref/gemma3-spm-d128-f16.code.json");
+    check_model("models/gemma4-spm-d128-bf16.gguf", "ref/gemma4-spm-d128-bf16.code.json");
     check_model("models/phi3-d64-bf16.gguf", "ref/phi3-d64-bf16.code.json");
     check_model("models/smollm3-gpt2-d64-f16.gguf", "ref/smollm3-gpt2-d64-f16.code.json");
     check_model("models/olmo2-gpt2-d64-q8_0.gguf", "ref/olmo2-gpt2-d64-q8_0.code.json");

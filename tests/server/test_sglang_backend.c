@@ -3,7 +3,13 @@
  * decision mode gives the same values and probabilities (within 1e-4) as the
  * local engine, repeated work shows up as cached tokens, regex generation
  * works, and the failure cases (unreachable server, bad key, a server
- * without /tokenize covered by a local tokenizer) give clear errors. */
+ * without /tokenize covered by a local tokenizer) give clear errors.
+ * The server sends no chat template (as real SGLang): a chat decision without
+ * a template source is refused before any /generate; --chat-template or a
+ * local tokenizer GGUF gives the same answers as local. Numbers are generated
+ * under the local automaton by candidate-only scoring: identical values
+ * (multipleOf, exclusive bounds, decimals; greedy and seeded sampling) and
+ * probabilities within 1e-4. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -61,8 +67,8 @@ typedef struct decider {
 
 static void *decide_main(void *arg) {
     decider *d = arg;
-    tl_decide_opts o = {.mode = "batch"};
-    d->status = tl_decide(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
+    tl_decide_opts o = {.mode = "batch", .chat_template = "chatml"};
+    d->status = tl_decide_json(d->b, CONTEXT, strlen(CONTEXT), d->schema, &o, &d->result, &d->err);
     return NULL;
 }
 
@@ -103,22 +109,41 @@ int main(void) {
     CHECK(tl_backend_sglang_new(&rpt, &remote_tok, &err) == TL_OK);
     if (remote) {
         CHECK(!strcmp(remote->ops->kind, "sglang"));
-        CHECK(remote->chat_template != NULL); /* from /model_info, so chat rendering matches local */
-        CHECK(remote->n_vocab == tl_model_n_vocab(m));
+        CHECK(remote->chat_template == NULL); /* SGLang does not send it */
+        CHECK(remote->template_from_caller);
+        CHECK(!strcmp(remote->model_name, "qwen2-d64-q8_0.gguf") || remote->model_name[0]);
     }
+    if (remote_tok) {
+        CHECK(remote_tok->chat_template != NULL); /* from the local GGUF */
+        CHECK(remote_tok->n_vocab == tl_model_n_vocab(m));
+    }
+    json_t *schema0 = make_schema();
+    /* No template source: refused before any model call, naming both options. */
+    if (remote) {
+        tl_decide_opts o = {.mode = "batch"};
+        json_t *res = NULL;
+        int64_t gen0 = remote->requests.generate;
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema0, &o, &res, &err) == TL_ERR_INVALID);
+        CHECKF(strstr(err.msg, "--chat-template") && strstr(err.msg, "--tokenizer"), "message: %s", err.msg);
+        CHECK(remote->requests.generate == gen0);
+        tl_decide_opts rec = {.mode = "batch", .style = "record"};
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema0, &rec, &res, &err) == TL_OK);
+        json_decref(res);
+    }
+    json_decref(schema0);
 
     json_t *schema = make_schema();
     const char *modes[3] = {"sequential", "batch", "auto"};
     for (int i = 0; i < 3 && remote && remote_tok; i++) {
-        tl_decide_opts o = {.mode = modes[i]};
+        tl_decide_opts o = {.mode = modes[i]}, oc = {.mode = modes[i], .chat_template = "chatml"};
         json_t *lr = NULL, *rr = NULL, *rr2 = NULL, *rt = NULL;
-        CHECK(tl_decide(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
-        tl_status st = tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr, &err);
+        CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
+        tl_status st = tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr, &err);
         CHECKF(st == TL_OK, "%s: remote decide: %s", modes[i], err.msg);
         if (lr && rr)
             compare(lr, rr, modes[i], 1e-4);
         /* Again: the server's prefix cache now holds all of it. */
-        CHECK(tl_decide(remote, CONTEXT, strlen(CONTEXT), schema, &o, &rr2, &err) == TL_OK);
+        CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr2, &err) == TL_OK);
         if (rr2) {
             json_t *u = json_object_get(rr2, "usage");
             json_int_t prompt = json_integer_value(json_object_get(u, "prompt_tokens"));
@@ -130,13 +155,69 @@ int main(void) {
                 CHECKF(c1 > 0, "sequential: later decisions reuse earlier ones (cached %lld)", (long long)c1);
             }
         }
-        CHECK(tl_decide(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
+        CHECK(tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
         if (lr && rt)
             compare(lr, rt, "with --tokenizer", 1e-4);
+        if (rt) { /* the local tokenizer answers every tokenize: no round trip for it */
+            json_t *hr = json_object_get(json_object_get(rt, "usage"), "http_requests");
+            CHECKF(hr && json_integer_value(json_object_get(hr, "tokenize")) == 0 &&
+                       json_integer_value(json_object_get(hr, "generate")) >= 1,
+                   "%s: http_requests with --tokenizer", modes[i]);
+        }
         json_decref(lr);
         json_decref(rr);
         json_decref(rr2);
         json_decref(rt);
+    }
+
+    /* Generated numbers and open text over the remote backend with a local
+     * tokenizer: the automaton runs client-side, so multipleOf and exclusive
+     * bounds hold by construction and every value has its real probability. */
+    if (remote_tok) {
+        json_t *ns = json_loads(
+            "{\"type\":\"object\",\"properties\":{"
+            "\"sevens\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000,\"multipleOf\":7},"
+            "\"open_low\":{\"type\":\"integer\",\"exclusiveMinimum\":-20,\"exclusiveMaximum\":20},"
+            "\"price\":{\"type\":\"number\",\"minimum\":0,\"maximum\":99.5,\"multipleOf\":0.25},"
+            "\"note\":{\"type\":\"string\",\"enum\":[\"ok\"],\"open\":true,\"maxLength\":12}}}",
+            0, NULL);
+        CHECK(ns != NULL);
+        for (int t = 0; t < 4 && ns; t++) {
+            const char *md = t % 2 ? "sequential" : "batch";
+            tl_decide_opts o = {.mode = md, .temperature = t < 2 ? 0.0 : 1.0, .seed = (uint64_t)(7 + t)};
+            json_t *lr = NULL, *rr = NULL;
+            CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), ns, &o, &lr, &err) == TL_OK);
+            tl_status st = tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), ns, &o, &rr, &err);
+            CHECKF(st == TL_OK, "numbers remote (%s, T=%g): %s", md, o.temperature, err.msg);
+            if (lr && rr) {
+                compare(lr, rr, "numbers", 1e-4);
+                const char *names[3] = {"sevens", "open_low", "price"};
+                for (int k = 0; k < 3; k++) {
+                    json_t *lf = json_object_get(json_object_get(lr, "fields"), names[k]);
+                    json_t *rf = json_object_get(json_object_get(rr, "fields"), names[k]);
+                    double lp = json_number_value(json_object_get(lf, "probability"));
+                    double rpv = json_number_value(json_object_get(rf, "probability"));
+                    CHECKF(json_is_real(json_object_get(rf, "probability")) && fabs(lp - rpv) < 1e-4 && rpv > 0 && rpv <= 1,
+                           "%s: probability local %g remote %g", names[k], lp, rpv);
+                    CHECKF(json_equal(json_object_get(lf, "value"), json_object_get(rf, "value")),
+                           "%s (T=%g): local and remote values differ", names[k], o.temperature);
+                }
+                json_int_t sev = json_integer_value(json_object_get(json_object_get(rr, "values"), "sevens"));
+                CHECKF(sev % 7 == 0 && sev >= 0 && sev <= 1000, "sevens = %lld", (long long)sev);
+                json_int_t ol = json_integer_value(json_object_get(json_object_get(rr, "values"), "open_low"));
+                CHECKF(ol > -20 && ol < 20, "open_low = %lld", (long long)ol);
+            }
+            json_decref(lr);
+            json_decref(rr);
+        }
+        /* without a local tokenizer a step cannot be a regex: a clear refusal */
+        json_t *res = NULL;
+        tl_decide_opts o = {.mode = "batch", .style = "record"};
+        if (remote && ns) {
+            CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), ns, &o, &res, &err) == TL_ERR_UNSUPPORTED);
+            CHECKF(strstr(err.msg, "--tokenizer") && strstr(err.msg, "sevens"), "message: %s", err.msg);
+        }
+        json_decref(ns);
     }
 
     /* Numbers through regex. */

@@ -1,12 +1,19 @@
-/* scheduler.c: the one thread that owns the model session.
+/* shared.c: the shared batching backend (tl_backend_shared_new): one thread
+ * owns the model session; any number of threads call through it.
  *
- * Request threads enqueue evaluation jobs and block; the scheduler takes
+ * Calling threads enqueue evaluation jobs and block; the owner thread takes
  * every job waiting at that moment and runs their sequences as one
- * tl_session_eval_batch, so concurrent requests share forward passes, and a
- * context common to several requests (or questions) is computed once and
- * then found in the one prefix cache all requests share. A job whose client
- * has gone or whose deadline has passed is dropped while still queued; a
- * running job always completes (its buffers belong to the waiting thread).
+ * tl_session_eval_batch, so concurrent calls (tl_decide, generation steps)
+ * share forward passes, and a context common to several of them is computed
+ * once and then found in the one prefix cache they all share. Results are
+ * bit-identical to each call run alone (the engine's batch independence). A
+ * job whose caller was cancelled or whose deadline has passed is dropped
+ * while still queued; a running job always completes (its buffers belong to
+ * the waiting thread).
+ *
+ * Clients (tl_backend_shared_client) are light backends over the same owner
+ * that carry one caller's limits (deadline, cancellation); the shared backend
+ * itself is a client without limits.
  *
  * Usage accounting: the engine reports usage per batch. A job alone in its
  * batch gets that exactly; jobs sharing a batch get shares proportional to
@@ -16,9 +23,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/server_internal.h"
+#include <pthread.h>
+
+#include "backend/backend.h"
 #include "util/error.h"
 #include "util/fileio.h"
+
+typedef enum sched_job_kind {
+    SCHED_EVAL,      /* seqs[0..k): next-position logits / candidate logprobs */
+    SCHED_EVAL_LAST, /* seqs[0]: logits at the last k_last positions (prompt logprobs) */
+    SCHED_FLUSH      /* drop the prefix cache */
+} sched_job_kind;
 
 typedef struct sched_job {
     sched_job_kind kind;
@@ -34,8 +49,9 @@ typedef struct sched_job {
     struct sched_job *next;
 } sched_job;
 
-struct tl_scheduler {
-    tl_session *session;
+/* The owner thread and its queue (one per tl_backend_shared_new). */
+typedef struct tl_scheduler {
+    tl_session *session;    /* owned */
     int max_batch_seqs;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -43,8 +59,8 @@ struct tl_scheduler {
     pthread_cond_t done_cv;  /* request threads wait for their job */
     sched_job *head, *tail;
     bool stopping;
-    size_t batches_run;
-};
+    uint64_t batches_run;
+} tl_scheduler;
 
 static int64_t job_tokens(const sched_job *j) {
     int64_t n = 0;
@@ -91,7 +107,7 @@ static void run_eval_group(tl_scheduler *s, sched_job **jobs, size_t nj) {
     tl_seq *all = malloc((total ? total : 1) * sizeof *all);
     if (!all) {
         for (size_t i = 0; i < nj; i++)
-            jobs[i]->status = tl_error_set(&jobs[i]->err, TL_ERR_NOMEM, "scheduler: out of memory");
+            jobs[i]->status = tl_error_set(&jobs[i]->err, TL_ERR_NOMEM, "shared backend: out of memory");
         return;
     }
     size_t at = 0;
@@ -175,7 +191,7 @@ static void *scheduler_main(void *arg) {
     }
     /* Stopping: whatever is still queued is cancelled. */
     for (sched_job *j = s->head; j; j = j->next) {
-        j->status = tl_error_set(&j->err, TL_ERR_CANCELLED, "server shutting down");
+        j->status = tl_error_set(&j->err, TL_ERR_CANCELLED, "shared backend: shutting down");
         j->done = true;
     }
     s->head = s->tail = NULL;
@@ -184,10 +200,10 @@ static void *scheduler_main(void *arg) {
     return NULL;
 }
 
-tl_status tl_scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler **out, tl_error *err) {
+static tl_status scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler **out, tl_error *err) {
     tl_scheduler *s = calloc(1, sizeof *s);
     if (!s)
-        return tl_error_set(err, TL_ERR_NOMEM, "scheduler: out of memory");
+        return tl_error_set(err, TL_ERR_NOMEM, "shared backend: out of memory");
     s->session = session;
     s->max_batch_seqs = max_batch_seqs > 0 ? max_batch_seqs : 256;
     pthread_mutex_init(&s->mu, NULL);
@@ -198,13 +214,13 @@ tl_status tl_scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler
         pthread_cond_destroy(&s->work_cv);
         pthread_cond_destroy(&s->done_cv);
         free(s);
-        return tl_error_set(err, TL_ERR_INTERNAL, "scheduler: cannot start its thread");
+        return tl_error_set(err, TL_ERR_INTERNAL, "shared backend: cannot start its thread");
     }
     *out = s;
     return TL_OK;
 }
 
-void tl_scheduler_free(tl_scheduler *s) {
+static void scheduler_free(tl_scheduler *s) {
     if (!s)
         return;
     pthread_mutex_lock(&s->mu);
@@ -218,14 +234,13 @@ void tl_scheduler_free(tl_scheduler *s) {
     free(s);
 }
 
-size_t tl_scheduler_batches_run(const tl_scheduler *s) { return s->batches_run; }
 
 /* Enqueues j and waits for it; handles deadline and client departure. */
-static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const sched_wait *w, tl_error *err) {
+static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const tl_call_limits *w, tl_error *err) {
     pthread_mutex_lock(&s->mu);
     if (s->stopping) {
         pthread_mutex_unlock(&s->mu);
-        return tl_error_set(err, TL_ERR_CANCELLED, "server shutting down");
+        return tl_error_set(err, TL_ERR_CANCELLED, "shared backend: shutting down");
     }
     j->next = NULL;
     if (s->tail)
@@ -248,9 +263,9 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const sched_wait
             continue;
         if (w && w->deadline_s > 0 && tl_now_s() > w->deadline_s)
             abandon = TL_ERR_TIMEOUT;
-        else if (w && w->client_gone) {
+        else if (w && w->cancelled) {
             pthread_mutex_unlock(&s->mu);
-            bool gone = w->client_gone(w->client_ctx);
+            bool gone = w->cancelled(w->ctx);
             pthread_mutex_lock(&s->mu);
             if (gone && !j->done && !j->running)
                 abandon = TL_ERR_CANCELLED;
@@ -266,8 +281,8 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const sched_wait
             for (sched_job *q = s->head; q; q = q->next)
                 s->tail = q;
             pthread_mutex_unlock(&s->mu);
-            return tl_error_set(err, abandon, abandon == TL_ERR_TIMEOUT ? "request timed out waiting for the model"
-                                                                       : "client went away");
+            return tl_error_set(err, abandon, abandon == TL_ERR_TIMEOUT ? "timed out waiting for the model"
+                                                                       : "cancelled while waiting for the model");
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -276,8 +291,8 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const sched_wait
     return j->status;
 }
 
-tl_status tl_scheduler_eval(tl_scheduler *s, tl_seq *seqs, size_t k, const sched_wait *w, tl_usage *usage,
-                            tl_error *err) {
+static tl_status scheduler_eval(tl_scheduler *s, tl_seq *seqs, size_t k, const tl_call_limits *w, tl_usage *usage,
+                                tl_error *err) {
     if (k == 0)
         return TL_OK;
     sched_job j;
@@ -286,18 +301,13 @@ tl_status tl_scheduler_eval(tl_scheduler *s, tl_seq *seqs, size_t k, const sched
     j.seqs = seqs;
     j.k = k;
     tl_status st = submit_and_wait(s, &j, w, err);
-    if (st == TL_OK && usage) {
-        usage->prompt_tokens += j.usage.prompt_tokens;
-        usage->cached_tokens += j.usage.cached_tokens;
-        usage->computed_tokens += j.usage.computed_tokens;
-        usage->forward_passes += j.usage.forward_passes;
-        usage->output_tokens += j.usage.output_tokens;
-    }
+    if (st == TL_OK)
+        tl_usage_add(usage, &j.usage);
     return st;
 }
 
-tl_status tl_scheduler_eval_last(tl_scheduler *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
-                                 const sched_wait *w, tl_usage *usage, tl_error *err) {
+static tl_status scheduler_eval_last(tl_scheduler *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                                     const tl_call_limits *w, tl_usage *usage, tl_error *err) {
     tl_seq seq;
     memset(&seq, 0, sizeof seq);
     seq.ids = ids;
@@ -310,83 +320,148 @@ tl_status tl_scheduler_eval_last(tl_scheduler *s, const int32_t *ids, size_t n, 
     j.k_last = k_last;
     j.logits_last = logits;
     tl_status st = submit_and_wait(s, &j, w, err);
-    if (st == TL_OK && usage) {
-        usage->prompt_tokens += j.usage.prompt_tokens;
-        usage->cached_tokens += j.usage.cached_tokens;
-        usage->computed_tokens += j.usage.computed_tokens;
-        usage->forward_passes += j.usage.forward_passes;
-    }
+    if (st == TL_OK)
+        tl_usage_add(usage, &j.usage);
     return st;
 }
 
-tl_status tl_scheduler_flush(tl_scheduler *s, tl_error *err) {
+static tl_status scheduler_flush(tl_scheduler *s, tl_error *err) {
     sched_job j;
     memset(&j, 0, sizeof j);
     j.kind = SCHED_FLUSH;
     return submit_and_wait(s, &j, NULL, err);
 }
 
-/* ---- the scheduler-backed tl_backend ------------------------------------------ */
+/* ---- the backends: the shared one and its clients ------------------------------ */
 
-static void sb_free(tl_backend *b) { (void)b; }
+typedef struct shared_impl {
+    tl_scheduler *sched;   /* owned by the shared backend; borrowed by clients */
+    tl_call_limits limits; /* this client's (none for the shared backend itself) */
+    bool owner;            /* the backend tl_backend_shared_new made */
+} shared_impl;
 
-static tl_status sb_tokenize(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
-                             int32_t **ids, size_t *n, tl_error *err) {
+static tl_scheduler *sched_of(tl_backend *b) { return ((shared_impl *)b->impl)->sched; }
+static const tl_call_limits *limits_of(tl_backend *b) { return &((shared_impl *)b->impl)->limits; }
+
+static void shared_free(tl_backend *b) {
+    shared_impl *impl = b->impl;
+    if (impl && impl->owner) {
+        tl_session *session = impl->sched->session;
+        scheduler_free(impl->sched);
+        tl_session_free(session);
+    }
+    free(impl);
+    free(b);
+}
+
+/* Tokenizing needs no session: the calling thread does it (the vocabulary is read-only). */
+static tl_status shared_tokenize(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
+                                 int32_t **ids, size_t *n, tl_error *err) {
     return tl_vocab_tokenize(b->vocab, text, len, add_special, parse_special, ids, n, err);
 }
 
-static tl_status sb_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_strbuf *out, tl_error *err) {
-    return tl_vocab_detokenize(b->vocab, ids, n, false, true, out, err);
+/* The same bytes as the local backend (SPM's leading space undone). */
+static tl_status shared_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_strbuf *out, tl_error *err) {
+    return tl_vocab_detokenize(b->vocab, ids, n, true, true, out, err);
 }
 
-static tl_status sb_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
-    sched_backend_impl *impl = b->impl;
-    tl_seq *seqs = calloc(k ? k : 1, sizeof *seqs);
+static tl_status shared_eval(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
+    return scheduler_eval(sched_of(b), seqs, k, limits_of(b), usage, err);
+}
+
+static tl_status shared_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
+    tl_seq *seqs = tl_score_reqs_to_seqs(reqs, k, err);
     if (!seqs)
-        return tl_error_set(err, TL_ERR_NOMEM, "score: out of memory");
-    for (size_t i = 0; i < k; i++) {
-        seqs[i].ids = reqs[i].ids;
-        seqs[i].n = reqs[i].n;
-        seqs[i].cands = reqs[i].cands;
-        seqs[i].n_cands = reqs[i].n_cands;
-        seqs[i].cand_logprobs = reqs[i].logprobs;
-    }
-    tl_status st = tl_scheduler_eval(impl->sched, seqs, k, &impl->wait, usage, err);
+        return TL_ERR_NOMEM;
+    tl_status st = shared_eval(b, seqs, k, usage, err);
     free(seqs);
     return st;
 }
 
-static tl_status sb_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
-                                tl_error *err) {
-    sched_backend_impl *impl = b->impl;
-    tl_seq seq;
-    memset(&seq, 0, sizeof seq);
-    seq.ids = ids;
-    seq.n = n;
-    seq.logits = logits;
-    return tl_scheduler_eval(impl->sched, &seq, 1, &impl->wait, usage, err);
+static tl_status shared_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits, tl_usage *usage,
+                                    tl_error *err) {
+    tl_seq seq = {.ids = ids, .n = n, .logits = logits};
+    return shared_eval(b, &seq, 1, usage, err);
 }
 
-static const tl_backend_ops sched_backend_ops = {
-    .kind = "local",
-    .free = sb_free,
-    .tokenize = sb_tokenize,
-    .detokenize = sb_detokenize,
-    .score = sb_score,
-    .next_logits = sb_next_logits,
+static tl_status shared_eval_last(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                                  tl_usage *usage, tl_error *err) {
+    return scheduler_eval_last(sched_of(b), ids, n, k_last, logits, limits_of(b), usage, err);
+}
+
+static tl_status shared_flush(tl_backend *b, tl_error *err) { return scheduler_flush(sched_of(b), err); }
+
+static const tl_backend_ops shared_ops = {
+    .kind = "shared",
+    .free = shared_free,
+    .tokenize = shared_tokenize,
+    .detokenize = shared_detokenize,
+    .score = shared_score,
+    .next_logits = shared_next_logits,
     .generate_regex = NULL,
+    .eval = shared_eval,
+    .eval_last = shared_eval_last,
+    .flush = shared_flush,
 };
 
-void tl_sched_backend_init(tl_backend *b, sched_backend_impl *impl, tl_scheduler *sched, const tl_model *model,
-                           const sched_wait *w) {
-    memset(b, 0, sizeof *b);
+static tl_status shared_backend_make(const tl_model *m, tl_scheduler *sched, const tl_call_limits *limits, bool owner,
+                                     tl_backend **out, tl_error *err) {
+    tl_backend *b = calloc(1, sizeof *b);
+    shared_impl *impl = calloc(1, sizeof *impl);
+    if (!b || !impl) {
+        free(b);
+        free(impl);
+        return tl_error_set(err, TL_ERR_NOMEM, "shared backend: out of memory");
+    }
     impl->sched = sched;
-    impl->model = model;
-    impl->wait = w ? *w : (sched_wait){0};
-    b->ops = &sched_backend_ops;
-    b->vocab = tl_model_vocab(model);
-    b->n_vocab = tl_model_n_vocab(model);
-    b->model_name = tl_model_name(model);
-    b->chat_template = tl_vocab_chat_template(b->vocab);
+    impl->owner = owner;
+    if (limits)
+        impl->limits = *limits;
+    b->ops = &shared_ops;
     b->impl = impl;
+    b->vocab = tl_model_vocab(m);
+    b->n_vocab = tl_model_n_vocab(m);
+    b->model_name = tl_model_name(m);
+    b->chat_template = tl_vocab_chat_template(b->vocab);
+    *out = b;
+    return TL_OK;
+}
+
+tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out, tl_error *err) {
+    *out = NULL;
+    if (!m)
+        return tl_error_set(err, TL_ERR_INVALID, "shared backend: no model");
+    tl_shared_params defaults = {0};
+    if (!params)
+        params = &defaults;
+    tl_session *session = NULL;
+    tl_scheduler *sched = NULL;
+    tl_status st = tl_session_new(m, &params->session, &session, err);
+    if (!st)
+        st = scheduler_new(session, params->max_batch_seqs, &sched, err);
+    if (!st)
+        st = shared_backend_make(tl_session_model(session), sched, NULL, true, out, err);
+    if (st) {
+        scheduler_free(sched);
+        tl_session_free(session);
+    }
+    return st;
+}
+
+tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limits *limits, tl_backend **out,
+                                   tl_error *err) {
+    *out = NULL;
+    if (!shared || shared->ops != &shared_ops)
+        return tl_error_set(err, TL_ERR_INVALID, "shared backend: a client needs a shared backend");
+    return shared_backend_make(tl_session_model(sched_of(shared)->session), sched_of(shared), limits, false, out, err);
+}
+
+uint64_t tl_backend_shared_steps(const tl_backend *b) {
+    if (!b || b->ops != &shared_ops)
+        return 0;
+    tl_scheduler *s = ((shared_impl *)b->impl)->sched;
+    pthread_mutex_lock(&s->mu);
+    uint64_t n = s->batches_run;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }

@@ -1,22 +1,22 @@
-/* test_scheduler.c: the scheduler that owns the model session. Eight
- * threads submit evaluations at once: every result equals the same
- * evaluation run alone (bit for bit: batching must not change numbers),
- * concurrent requests are merged into shared batches (fewer batches than
- * jobs), a job whose client has gone or whose deadline has passed is dropped
- * while queued, and freeing the scheduler with no work is clean. */
+/* test_shared.c: the shared batching backend (tl_backend_shared_new). Eight
+ * threads call it at once: every result equals the same evaluation run alone
+ * (bit for bit: batching must not change numbers), concurrent calls are
+ * merged into shared batches (fewer batched steps than calls), a call whose
+ * client has gone or whose deadline has passed is dropped while queued,
+ * clients of other kinds are refused, and freeing it with no work is clean.
+ * (tests/decide/test_shared_decide.c: eight threads deciding.) */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 
-#include "server/server_internal.h"
 #include "tl_test.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 enum { N_THREADS = 8, N_ROUNDS = 12, N_VOCAB_MAX = 512 };
 
 typedef struct worker {
-    tl_scheduler *sched;
+    tl_backend *shared;
     int id;
     int32_t n_vocab;
     float *ref;   /* N_ROUNDS x n_vocab logits computed alone */
@@ -41,9 +41,8 @@ static void *worker_main(void *arg) {
     int32_t ids[32];
     for (int r = 0; r < N_ROUNDS; r++) {
         size_t n = make_seq(w->id, r, ids);
-        tl_seq seq = {.ids = ids, .n = n, .logits = logits};
         tl_error err = {0};
-        if (tl_scheduler_eval(w->sched, &seq, 1, NULL, NULL, &err) != TL_OK) {
+        if (tl_backend_next_logits(w->shared, ids, n, logits, NULL, &err) != TL_OK) {
             w->failures++;
             continue;
         }
@@ -56,7 +55,7 @@ static void *worker_main(void *arg) {
 
 /* A long batch (64 distinct 400-token sequences) that keeps the scheduler busy. */
 typedef struct busy_job {
-    tl_scheduler *sched;
+    tl_backend *shared;
     int32_t nv;
     tl_status status;
     int done;
@@ -73,7 +72,7 @@ static void *busy_main(void *arg) {
         seqs[k] = (tl_seq){.ids = ids + k * LEN, .n = LEN};
     }
     tl_error err = {0};
-    b->status = tl_scheduler_eval(b->sched, seqs, K, NULL, NULL, &err);
+    b->status = tl_backend_eval(b->shared, seqs, K, NULL, &err);
     __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
     free(ids);
     return NULL;
@@ -94,9 +93,8 @@ int main(void) {
     int32_t nv = tl_model_n_vocab(m);
     CHECK(nv <= N_VOCAB_MAX);
     tl_session_params sp = {.n_threads = 1};
-    tl_session *alone = NULL, *shared = NULL;
+    tl_session *alone = NULL;
     CHECK(tl_session_new(m, &sp, &alone, &err) == TL_OK);
-    CHECK(tl_session_new(m, &sp, &shared, &err) == TL_OK);
 
     /* References: each sequence alone, from an empty cache. */
     worker ws[N_THREADS];
@@ -111,11 +109,13 @@ int main(void) {
         }
     }
 
-    tl_scheduler *sched = NULL;
-    CHECK(tl_scheduler_new(shared, 256, &sched, &err) == TL_OK);
+    tl_backend *shared = NULL;
+    tl_shared_params shp = {.session = sp};
+    CHECK(tl_backend_shared_new(m, &shp, &shared, &err) == TL_OK);
+    CHECK(!strcmp(tl_backend_kind(shared), "shared") && tl_backend_n_vocab(shared) == nv);
     pthread_t th[N_THREADS];
     for (int t = 0; t < N_THREADS; t++) {
-        ws[t].sched = sched;
+        ws[t].shared = shared;
         pthread_create(&th[t], NULL, worker_main, &ws[t]);
     }
     int mismatches = 0, failures = 0;
@@ -125,41 +125,52 @@ int main(void) {
         failures += ws[t].failures;
         free(ws[t].ref);
     }
-    size_t batches = tl_scheduler_batches_run(sched);
+    size_t batches = (size_t)tl_backend_shared_steps(shared);
     CHECKF(failures == 0, "%d evaluations failed", failures);
     CHECKF(mismatches == 0, "%d results differ from the same evaluation alone", mismatches);
     CHECKF(batches < (size_t)(N_THREADS * N_ROUNDS), "%zu batches for %d jobs: concurrent jobs were not merged",
            batches, N_THREADS * N_ROUNDS);
     fprintf(stderr, "%d jobs ran in %zu batches\n", N_THREADS * N_ROUNDS, batches);
 
-    /* Cancellation and deadlines apply while a job waits: occupy the
-     * scheduler with a long batch on another thread, then submit jobs whose
-     * client is gone / whose deadline has passed. If the long batch is still
-     * running when they return, they must have been dropped from the queue. */
-    tl_scheduler_flush(sched, &err);
-    busy_job bj = {.sched = sched, .nv = nv};
+    /* Cancellation and deadlines apply while a call waits: occupy the
+     * backend with a long batch on another thread, then call through clients
+     * whose caller is gone / whose deadline has passed. If the long batch is
+     * still running when they return, they must have been dropped from the queue. */
+    tl_backend_flush(shared, &err);
+    busy_job bj = {.shared = shared, .nv = nv};
     pthread_t bt;
     pthread_create(&bt, NULL, busy_main, &bj);
     struct timespec pause = {0, 200 * 1000 * 1000};
     nanosleep(&pause, NULL);
     int32_t small[3] = {1, 403, 407};
     tl_seq s1 = {.ids = small, .n = 3};
-    sched_wait gone = {.client_gone = always_gone};
-    sched_wait late = {.deadline_s = tl_now_s() - 1};
-    tl_status a = tl_scheduler_eval(sched, &s1, 1, &gone, NULL, &err);
+    tl_call_limits gone = {.cancelled = always_gone};
+    tl_call_limits late = {.deadline_s = tl_now_s() - 1};
+    tl_backend *gone_client = NULL, *late_client = NULL;
+    CHECK(tl_backend_shared_client(shared, &gone, &gone_client, &err) == TL_OK);
+    CHECK(tl_backend_shared_client(shared, &late, &late_client, &err) == TL_OK);
+    tl_status a = tl_backend_eval(gone_client, &s1, 1, NULL, &err);
     bool busy_after_a = !__atomic_load_n(&bj.done, __ATOMIC_SEQ_CST);
-    tl_status b = tl_scheduler_eval(sched, &s1, 1, &late, NULL, &err);
+    tl_status b = tl_backend_eval(late_client, &s1, 1, NULL, &err);
     bool busy_after_b = !__atomic_load_n(&bj.done, __ATOMIC_SEQ_CST);
     CHECKF(a == TL_ERR_CANCELLED || (a == TL_OK && !busy_after_a), "gone client: %s", tl_status_name(a));
     CHECKF(b == TL_ERR_TIMEOUT || (b == TL_OK && !busy_after_b), "deadline: %s", tl_status_name(b));
     fprintf(stderr, "while busy: gone -> %s, late -> %s\n", tl_status_name(a), tl_status_name(b));
     pthread_join(bt, NULL);
     CHECK(bj.status == TL_OK);
-    CHECK(tl_scheduler_flush(sched, &err) == TL_OK);
+    CHECK(tl_backend_flush(shared, &err) == TL_OK);
+    tl_backend_free(gone_client);
+    tl_backend_free(late_client);
 
-    tl_scheduler_free(sched);
+    /* A client needs a shared backend; remote-only calls are refused on it. */
+    tl_backend *local = NULL, *bad = (tl_backend *)1;
+    CHECK(tl_backend_local_new(m, &sp, &local, &err) == TL_OK);
+    CHECK(tl_backend_shared_client(local, NULL, &bad, &err) == TL_ERR_INVALID && bad == NULL);
+    CHECK(tl_backend_shared_steps(local) == 0);
+    tl_backend_free(local);
+
+    tl_backend_free(shared);
     tl_session_free(alone);
-    tl_session_free(shared);
     tl_model_free(m);
     return TEST_DONE();
 }

@@ -1,0 +1,150 @@
+/* typellm/backend.h: what decisions, Aeon synthesis and the server's typed
+ * endpoints run on: the embedded engine (local), an SGLang server over HTTP,
+ * or the shared batching backend that merges the calls of many threads.
+ *
+ * Callers never see a KV tensor: they present whole token sequences and the
+ * backend's prefix cache (ours, or the server's) makes a growing sequence
+ * cost only its new tail.
+ *
+ * Threading: a local or SGLang backend is used by one thread at a time. A
+ * shared backend (tl_backend_shared_new) may be called from any number of
+ * threads at once; the handles it gives out (tl_backend_shared_client) are
+ * each used by one thread at a time. */
+#ifndef TYPELLM_BACKEND_H
+#define TYPELLM_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "model.h"
+#include "util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- creating backends --------------------------------------------------- */
+
+/* The embedded engine over m (which must outlive the backend), with its own
+ * session (KV prefix cache, thread pool) made from params (NULL: defaults).
+ * Errors: TL_ERR_INVALID (no model), the session's errors (context too long). */
+TL_API tl_status tl_backend_local_new(const tl_model *m, const tl_session_params *params, tl_backend **out,
+                                      tl_error *err);
+/* The local backend's session (NULL for other kinds): owned by the backend. */
+TL_API tl_session *tl_backend_local_session(tl_backend *b);
+
+/* An SGLang server (or `typellm serve`) at base_url, e.g. "http://127.0.0.1:30000".
+ * api_key may be NULL. tokenizer_path (optional) is a GGUF whose vocabulary is
+ * used where the server lacks /tokenize. */
+typedef struct tl_sglang_params {
+    const char *base_url;
+    const char *api_key;
+    const char *tokenizer_path; /* a GGUF of the same model: its tokenizer (used instead of /tokenize)
+                                   and chat template; needed for numbers and patterns under the automaton */
+    double timeout_s;   /* per request; 0: 60 s */
+    int max_retries;    /* on 429/5xx/connect failure; < 0: 3 */
+} tl_sglang_params;
+TL_API tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err);
+
+/* The shared batching backend: one session over m (which must outlive it),
+ * owned by one thread of the backend's own; every other thread may call it at
+ * once (tl_decide, tl_backend_score / next_logits / eval, ...). Calls waiting
+ * at the same moment run as one batched forward pass, over one prefix cache,
+ * and each gets exactly the numbers it would get alone (bit for bit).
+ * params NULL: default session, 256 sequences per batch.
+ * Errors: those of tl_session_new; TL_ERR_INTERNAL when the thread cannot start.
+ * Freeing it (after every client) cancels what is still queued. */
+typedef struct tl_shared_params {
+    tl_session_params session; /* the one session: threads, cache budget, context */
+    int max_batch_seqs;        /* sequences merged into one step; <= 0: 256 */
+} tl_shared_params;
+TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out,
+                                       tl_error *err);
+
+/* One caller's limits on a shared backend: a call still queued when the
+ * deadline passes returns TL_ERR_TIMEOUT, one whose cancelled() turns true
+ * (polled every 100 ms while queued) TL_ERR_CANCELLED. A call already running
+ * always completes. */
+typedef struct tl_call_limits {
+    double deadline_s;            /* a tl_now_s() value; 0: none */
+    bool (*cancelled)(void *ctx); /* NULL: never */
+    void *ctx;
+} tl_call_limits;
+/* A client of shared: a backend that runs through shared's thread and cache
+ * under limits (NULL: none). Used by one thread at a time; free it with
+ * tl_backend_free before shared. */
+TL_API tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limits *limits, tl_backend **out,
+                                          tl_error *err);
+/* Batched steps the shared backend's thread has run so far (of a shared
+ * backend or any of its clients; 0 for other kinds): fewer steps than calls
+ * means calls were merged. */
+TL_API uint64_t tl_backend_shared_steps(const tl_backend *b);
+
+/* Frees any backend (NULL: no-op). */
+TL_API void tl_backend_free(tl_backend *b);
+
+/* ---- what a backend is --------------------------------------------------- */
+
+/* "local", "sglang" or "shared" (a shared backend and its clients). Static string. */
+TL_API const char *tl_backend_kind(const tl_backend *b);
+/* What replies name as the model (general.name, the file's base name, or the
+ * server's model path); owned by the backend. */
+TL_API const char *tl_backend_model_name(const tl_backend *b);
+/* Vocabulary size (the range of valid token ids). */
+TL_API int32_t tl_backend_n_vocab(const tl_backend *b);
+/* The local copy of the tokenizer, or NULL (remote backend without one). */
+TL_API const tl_vocab *tl_backend_vocab(const tl_backend *b);
+/* The model's chat template (Jinja source), or NULL. Owned by the backend. */
+TL_API const char *tl_backend_chat_template(const tl_backend *b);
+
+/* ---- calls ----------------------------------------------------------------- */
+
+/* Tokenizes text[0..len) (add_special: BOS/EOS as the model's metadata says;
+ * parse_special: control-token texts become those tokens). *ids: caller
+ * tl_free()s, also when *n is 0. */
+TL_API tl_status tl_backend_tokenize(tl_backend *b, const char *text, size_t len, bool add_special,
+                                     bool parse_special, int32_t **ids, size_t *n, tl_error *err);
+/* Appends the text of ids to *out, as a server's /detokenize with
+ * skip_special_tokens false: SPM's leading space undone, control tokens
+ * printed. */
+TL_API tl_status tl_backend_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_strbuf *out, tl_error *err);
+
+/* One scoring request: the full token sequence and the candidate ids whose
+ * log-probabilities (log-softmax over the whole vocabulary, temperature 1) at
+ * the next position are wanted. */
+typedef struct tl_score_req {
+    const int32_t *ids;
+    size_t n;
+    const int32_t *cands;
+    size_t n_cands;
+    double *logprobs; /* out: n_cands values */
+} tl_score_req;
+
+/* Answers k requests together (one batched step where the backend can; a
+ * shared prefix is computed once). usage (optional) is added to. Bad token
+ * ids are TL_ERR_INVALID naming the request and position; nothing is run then. */
+TL_API tl_status tl_backend_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err);
+/* Full next-token logits (n_vocab floats) after ids[0..n). TL_ERR_UNSUPPORTED
+ * on remote backends. */
+TL_API tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits,
+                                        tl_usage *usage, tl_error *err);
+
+/* ---- evaluation (local-engine backends: local and shared) --------------------- */
+
+/* k sequences in one batched step (model.h's tl_seq: full logits and/or
+ * candidate log-probabilities after each), as tl_session_eval_batch. */
+TL_API tl_status tl_backend_eval(tl_backend *b, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
+/* Logits at each of the last k_last positions of ids (k_last x n_vocab), for
+ * prompt log-probabilities. */
+TL_API tl_status tl_backend_eval_last(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
+                                      tl_usage *usage, tl_error *err);
+/* Drops every unpinned cached token (tl_session_flush). */
+TL_API tl_status tl_backend_flush(tl_backend *b, tl_error *err);
+/* Each returns TL_ERR_UNSUPPORTED on remote backends. */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* typellm/server.h: typellm's HTTP server (`typellm serve`): the SGLang native API
+ * (/generate, /tokenize, ...), the System One decision API (/v1/systemone,
+ * /v1/models) and /v1/decide, over one loaded model.
+ *
+ * Threads: libmicrohttpd runs one thread per connection (so a slow client
+ * only holds its own thread); the model runs behind one shared batching
+ * backend (tl_backend_shared_new, backend.h): request threads tokenize and
+ * validate on their own, then call it at once, and the calls waiting at the
+ * same moment run as one batched forward pass over one prefix cache.
+ *
+ * Every request handler is reachable without a socket through
+ * tl_server_handle(), which the tests and fuzz targets call directly. */
+#ifndef TYPELLM_SERVER_H
+#define TYPELLM_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "common.h"
+#include "util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tl_server tl_server;
+
+typedef struct tl_server_params {
+    const char *model_path;   /* reported by /model_info; may be NULL */
+    const char *host;         /* bind address; NULL: 127.0.0.1 */
+    int port;                 /* 0: pick a free port (tl_server_port tells which) */
+    const char *api_key;      /* NULL: no auth; else Bearer KEY on all but /health */
+    int n_threads;            /* engine threads; <= 0: all cores */
+    size_t cache_mb;          /* prefix-cache budget; 0: engine default */
+    size_t max_body;          /* request body limit in bytes; 0: 8 MiB */
+    int max_questions;        /* per /v1/systemone request; 0: 256 */
+    int max_tokens;           /* prompt tokens per request (state + question); 0: the model context */
+    int max_new_tokens;       /* cap on /generate max_new_tokens; 0: 4096 */
+    int max_queue;            /* requests waiting for the model before 429; 0: 64 */
+    double request_timeout_s; /* per request; 0: 300 s */
+    FILE *log;                /* one line per request; NULL: quiet */
+} tl_server_params;
+
+/* Creates the server state (session, scheduler) over m, which must outlive it.
+ * Nothing listens until tl_server_start. */
+TL_API tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err);
+/* Binds and starts serving in background threads. */
+TL_API tl_status tl_server_start(tl_server *s, tl_error *err);
+/* The bound port (after start). */
+TL_API int tl_server_port(const tl_server *s);
+/* Stops listening, finishes or cancels in-flight requests, joins threads. */
+TL_API void tl_server_stop(tl_server *s);
+TL_API void tl_server_free(tl_server *s);
+
+/* ---- socket-free request handling (tests, fuzzing) ----------------------- */
+
+/* An HTTP answer. body is JSON unless content_type says otherwise. */
+typedef struct tl_http_reply {
+    int status;
+    int stream_fd;              /* >= 0: the body is read from this pipe until EOF (SSE) */
+    const char *content_type;   /* static string */
+    int retry_after_s;          /* > 0: send Retry-After */
+    tl_strbuf body;
+} tl_http_reply;
+
+/* Request-side context a handler may consult (NULLs allowed). */
+typedef struct tl_http_request {
+    const char *method;         /* "GET", "POST", ... */
+    const char *path;           /* "/generate", ... (no query string) */
+    const char *authorization;  /* the Authorization header or NULL */
+    const char *body;
+    size_t body_len;
+    bool body_too_large;        /* the transport cut the body at max_body */
+    /* Called between model steps; returns true when the client has gone.
+     * NULL: never. */
+    bool (*client_gone)(void *ctx);
+    void *client_ctx;
+    /* The transport can send a body from reply->stream_fd as it is written
+     * (SSE streaming); false: streams are collected into the body. */
+    bool allow_stream;
+} tl_http_request;
+
+/* Routes one request and fills reply (reply->body must start empty). Never
+ * fails: every problem becomes an HTTP error reply. */
+TL_API void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *reply);
+TL_API void tl_http_reply_free(tl_http_reply *r);
+
+
+#ifdef __cplusplus
+}
+#endif
+#endif
