@@ -62,11 +62,9 @@ int tl_cmd_bench(int argc, char **argv) {
         tl_cli_error("bench", ids && logits ? err.msg : "out of memory");
         goto done;
     }
-    uint64_t x = 0x2545F4914F6CDD1Dull;
-    for (size_t i = 0; i < total; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        ids[i] = (int32_t)(x % (uint64_t)n_vocab);
-    }
+    uint64_t x = 0x2545F4914F6CDD1Dull; /* the same ids on every run */
+    for (size_t i = 0; i < total; i++)
+        ids[i] = (int32_t)(tl_rng_next(&x) % (uint64_t)n_vocab);
     if (tl_session_eval(s, ids, 1, logits, NULL, &err) != TL_OK) { /* warm-up */
         tl_cli_error("bench", err.msg);
         goto done;
