@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 #define N_Q 16
 

@@ -5,9 +5,8 @@
  * same context (same title and description, so the same prefix), then time
  * tl_decide on the whole schema. bench_decide.sh times the cold runs.
  *
- *   cc -O2 -Isrc -Iinclude bench/bench_decide.c build/libtl_decide.a build/libtl_constrain.a \
- *      build/libtl_backend.a build/libtl_engine.a build/libtl_kernels.a build/libtl_tok.a \
- *      build/libtl_gguf.a build/libtl_util.a -ljansson -lpcre2-8 -lutf8proc -lcurl -lm -lpthread -o /tmp/bench_decide
+ * Public API only (jansson just to cut the warm-up schema):
+ *   cc -O2 bench/bench_decide.c $(pkg-config --cflags --libs typellm jansson) -o /tmp/bench_decide
  *   /tmp/bench_decide MODEL.gguf SCHEMA.json CONTEXT_FILE [threads] [runs] */
 #include <jansson.h>
 #include <stdio.h>
@@ -15,10 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/backend.h"
-#include "decide/decide.h"
-#include "engine/engine.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 static double cpu_s(void) {
     struct timespec ts;
@@ -52,6 +48,13 @@ int main(int argc, char **argv) {
     json_object_clear(props);
     json_object_set_new(props, first, keep);
     size_t n_fields = json_object_size(json_object_get(schema, "properties"));
+    char *whole_text = json_dumps(schema, 0), *warm_text = json_dumps(warm, 0);
+    tl_schema *whole_s = NULL, *warm_s = NULL;
+    if (tl_schema_parse(whole_text, strlen(whole_text), &whole_s, &err) ||
+        tl_schema_parse(warm_text, strlen(warm_text), &warm_s, &err)) {
+        fprintf(stderr, "bench_decide: %s\n", err.msg);
+        return 1;
+    }
 
     printf("%-10s %4s %10s %12s %8s %8s %8s %8s %10s\n", "mode", "run", "wall_ms", "per_decision", "prompt",
            "cached", "computed", "passes", "cpu_s");
@@ -60,28 +63,31 @@ int main(int argc, char **argv) {
         for (int run = 1; run <= runs; run++) {
             tl_session_flush(tl_backend_local_session(b));
             tl_decide_opts o = {.mode = modes[mi]};
-            json_t *res = NULL;
-            if (tl_decide_json(b, ctx, ctx_len, warm, &o, &res, &err)) {
+            tl_decision *res = NULL;
+            if (tl_decide(b, ctx, ctx_len, warm_s, &o, &res, &err)) {
                 fprintf(stderr, "bench_decide: warm-up: %s\n", err.msg);
                 return 1;
             }
-            json_decref(res);
+            tl_decision_free(res);
             double t0 = tl_now_s(), c0 = cpu_s();
-            if (tl_decide_json(b, ctx, ctx_len, schema, &o, &res, &err)) {
+            if (tl_decide(b, ctx, ctx_len, whole_s, &o, &res, &err)) {
                 fprintf(stderr, "bench_decide: %s\n", err.msg);
                 return 1;
             }
             double wall = (tl_now_s() - t0) * 1e3, cpu = cpu_s() - c0;
-            json_t *u = json_object_get(res, "usage");
+            tl_usage u;
+            tl_decision_usage(res, &u);
             printf("%-10s %4d %10.0f %12.1f %8lld %8lld %8lld %8lld %10.2f\n", modes[mi], run, wall, wall / n_fields,
-                   (long long)json_integer_value(json_object_get(u, "prompt_tokens")),
-                   (long long)json_integer_value(json_object_get(u, "cached_tokens")),
-                   (long long)json_integer_value(json_object_get(u, "computed_tokens")),
-                   (long long)json_integer_value(json_object_get(u, "forward_passes")), cpu);
+                   (long long)u.prompt_tokens, (long long)u.cached_tokens, (long long)u.computed_tokens,
+                   (long long)u.forward_passes, cpu);
             fflush(stdout);
-            json_decref(res);
+            tl_decision_free(res);
         }
     }
+    tl_schema_free(whole_s);
+    tl_schema_free(warm_s);
+    free(whole_text);
+    free(warm_text);
     json_decref(warm);
     json_decref(schema);
     free(ctx);

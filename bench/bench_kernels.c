@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf/gguf.h"
+#include "typellm/gguf.h"
 #include "kernels/kernels.h"
 
 enum { DIM = 896, LAYERS = 24, KV_DIM = 128, FF = 4864, VOCAB = 151936 };

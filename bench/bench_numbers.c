@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "constrain/constrain.h"
-#include "tok/vocab.h"
-#include "util/fileio.h"
+#include "typellm/vocab.h"
+#include "typellm/util.h"
 
 static uint64_t rng = 99;
 static uint64_t rnd(void) {

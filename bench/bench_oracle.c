@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aeon/aeon.h"
-#include "aeon/oracle.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -12,8 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tok/vocab.h"
-#include "util/fileio.h"
+#include "typellm/typellm.h"
 
 static double cpu_seconds(void) {
     struct timespec ts;

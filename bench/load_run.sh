@@ -5,7 +5,10 @@
 # SECONDS/4 for the others), prints throughput and p50/p90/p99 latency per
 # run and fails if any request got a non-200 reply or the server crashed.
 # TL_BIN (default build/typellm), TL_FIXTURES (default ../shared/fixtures);
-# THREADS (engine threads, default 2). Run it alone: it uses the cores.
+# THREADS (engine threads, default 2); SCRIPT (default bench/load_mixed.lua;
+# bench/load_openai.lua mixes /v1/decisions, /v1/chat/completions and
+# /v1/systemone) and CLIENTS (default "1 8 32"; the last count runs SECONDS).
+# The server's RSS is printed before and after. Run it alone: it uses the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -20,16 +23,23 @@ pid=$!
 for _ in $(seq 1 300); do grep -q listening "$out/serve.out" 2>/dev/null && break; kill -0 "$pid" 2>/dev/null || { cat "$out/serve.err"; exit 1; }; sleep 0.1; done
 port=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$out/serve.out")
 url="http://127.0.0.1:$port"
+script=${SCRIPT:-bench/load_mixed.lua}
+clients=${CLIENTS:-1 8 32}
+last=${clients##* }
+model_id=$(curl -s "$url/v1/models" | sed -n 's/.*"data":\[{"id":"\([^"]*\)".*/\1/p')
+rss() { awk '/^VmRSS/ {print $2 " kB"}' "/proc/$pid/status"; }
+echo "server RSS before: $(rss)"
 short=$(( secs / 4 > 5 ? secs / 4 : 5 ))
 fail=0
-for c in 1 8 32; do
-  d=$([ "$c" = 32 ] && echo "$secs" || echo "$short")
+for c in $clients; do
+  d=$([ "$c" = "$last" ] && echo "$secs" || echo "$short")
   t=$(( c < 4 ? c : 4 ))
-  line=$(wrk -t"$t" -c"$c" -d"${d}s" --timeout 30s -s bench/load_mixed.lua "$url" | grep '^LOAD')
+  line=$(wrk -t"$t" -c"$c" -d"${d}s" --timeout 30s -s "$script" "$url" -- "$model_id" | grep '^LOAD')
   echo "clients=$c seconds=$d $line"
   echo "$line" | grep -q 'non200=0 socket_errors=0 timeouts=0' || fail=1
 done
 kill -0 "$pid" || { echo "server crashed"; cat "$out/serve.err"; exit 1; }
+echo "server RSS after: $(rss)"
 kill -TERM "$pid"; wait "$pid" || { echo "server did not shut down cleanly"; exit 1; }
 [ "$fail" = 0 ] || { echo "load test: errors"; exit 1; }
 echo "load test: ok"

@@ -157,10 +157,6 @@ TL_API int tl_session_n_threads(const tl_session *s);
 TL_API tl_status tl_model_resolve(const char *model_path_or_null, const char *hf_spec_or_null, char **resolved_path,
                                   tl_error *err);
 
-/* Which instruction set the matrix kernels use ("avx512", "avx2", "scalar");
- * TL_ISA=scalar|avx2|avx512 in the environment forces a path. Static string. */
-TL_API const char *tl_kernels_isa(void);
-
 #ifdef __cplusplus
 }
 #endif

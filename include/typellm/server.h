@@ -1,6 +1,7 @@
-/* typellm/server.h: typellm's HTTP server (`typellm serve`): the SGLang native API
- * (/generate, /tokenize, ...), the System One decision API (/v1/systemone,
- * /v1/models) and /v1/decide, over one loaded model.
+/* typellm/server.h: typellm's HTTP server (`typellm serve`): OpenAI's API
+ * (/v1/decisions, /v1/chat/completions, /v1/completions, /v1/models), the
+ * SGLang native API (/generate, /tokenize, ...), the System One decision API
+ * (/v1/systemone) and /v1/decide, over one loaded model.
  *
  * Threads: libmicrohttpd runs one thread per connection (so a slow client
  * only holds its own thread); the model runs behind one shared batching
@@ -41,6 +42,10 @@ typedef struct tl_server_params {
     int max_new_tokens;       /* cap on /generate max_new_tokens; 0: 4096 */
     int max_queue;            /* requests waiting for the model before 429; 0: 64 */
     double request_timeout_s; /* per request; 0: 300 s */
+    double header_timeout_s;  /* longest wait for a request's headers, idle keep-alive included; 0: 10 s */
+    double body_timeout_s;    /* longest upload of a request body; 0: 60 s */
+    int max_client_conns;     /* connections per client address; 0: 64 (of 512 in all) */
+    double drain_timeout_s;   /* on stop: how long running requests may finish; 0: 30 s */
     FILE *log;                /* one line per request; NULL: quiet */
 } tl_server_params;
 
@@ -51,7 +56,9 @@ TL_API tl_status tl_server_new(const tl_model *m, const tl_server_params *params
 TL_API tl_status tl_server_start(tl_server *s, tl_error *err);
 /* The bound port (after start). */
 TL_API int tl_server_port(const tl_server *s);
-/* Stops listening, finishes or cancels in-flight requests, joins threads. */
+/* Drains, then stops: new requests get 503 + Retry-After while the running
+ * ones finish (up to drain_timeout_s), then the listener closes and the
+ * threads are joined. */
 TL_API void tl_server_stop(tl_server *s);
 TL_API void tl_server_free(tl_server *s);
 

@@ -11,7 +11,7 @@
  *   gguf.h          the GGUF reader (metadata, tensor table, ggml type names)
  *   vocab.h         tokenizers (SPM, byte-level BPE) that match the reference ids
  *   model.h         models, sessions (KV prefix cache, batched evaluation), model resolution
- *   quantize.h      whole-model type conversion
+ *   kernels.h       the kernels' instruction set, whole-model type conversion
  *   backend.h       local / SGLang / shared (thread-safe, batching) backends
  *   decide.h        schemas, tl_decide, tl_decision and its typed accessors
  *   aeon.h, aeon_oracle.h, aeon_sampler.h   Aeon type-constrained synthesis
@@ -24,7 +24,7 @@
 #include "gguf.h"
 #include "vocab.h"
 #include "model.h"
-#include "quantize.h"
+#include "kernels.h"
 #include "backend.h"
 #include "decide.h"
 #include "aeon.h"

@@ -131,6 +131,18 @@ TL_API int tl_utf8_check(const void *s, size_t n, size_t *bad_at);
 /* cp as 1..4 bytes into out (room for 4); surrogates are encoded like any value. */
 TL_API size_t tl_utf8_encode(uint32_t cp, char *out);
 
+
+/* ---- JSON reals --------------------------------------------------------------
+ * typellm prints each real in the shortest form that reads back to the same
+ * double (0.3, not 0.29999999999999999; 444444444444.0 exactly), kept
+ * recognisable as a real ("1.0", never "1"). */
+/* The text for finite v into buf (cap >= 32); returns its length (0: no room). */
+TL_API size_t tl_json_real_text(double v, char *buf, size_t cap);
+/* A copy of JSON text with every real number token (outside strings) in that
+ * form, e.g. the output of a JSON library printing 17 digits; caller
+ * tl_free()s; NULL on allocation failure. */
+TL_API char *tl_json_shorten_reals(const char *json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,11 @@
 #include "util/error.h"
 #include "util/fileio.h"
 
+enum {
+    DEFAULT_MAX_BATCH_SEQS = 256, /* sequences per batched step when params say 0 */
+    MAX_GROUP_JOBS = 256          /* jobs merged into one step */
+};
+
 typedef enum sched_job_kind {
     SCHED_EVAL,      /* seqs[0..k): next-position logits / candidate logprobs */
     SCHED_EVAL_LAST, /* seqs[0]: logits at the last k_last positions (prompt logprobs) */
@@ -146,7 +151,7 @@ static void *scheduler_main(void *arg) {
         if (s->stopping)
             break;
         /* Take every waiting EVAL job (up to the batch cap), or one other job. */
-        sched_job *group[256];
+        sched_job *group[MAX_GROUP_JOBS];
         size_t ng = 0, seqs = 0;
         sched_job *first = s->head;
         if (first->kind != SCHED_EVAL) {
@@ -154,7 +159,7 @@ static void *scheduler_main(void *arg) {
             group[ng++] = first;
         } else {
             sched_job **pp = &s->head;
-            while (*pp && ng < 256) {
+            while (*pp && ng < MAX_GROUP_JOBS) {
                 sched_job *j = *pp;
                 if (j->kind == SCHED_EVAL && (ng == 0 || seqs + j->k <= (size_t)s->max_batch_seqs)) {
                     *pp = j->next;
@@ -205,7 +210,7 @@ static tl_status scheduler_new(tl_session *session, int max_batch_seqs, tl_sched
     if (!s)
         return tl_error_set(err, TL_ERR_NOMEM, "shared backend: out of memory");
     s->session = session;
-    s->max_batch_seqs = max_batch_seqs > 0 ? max_batch_seqs : 256;
+    s->max_batch_seqs = max_batch_seqs > 0 ? max_batch_seqs : DEFAULT_MAX_BATCH_SEQS;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);

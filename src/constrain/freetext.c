@@ -219,6 +219,26 @@ static bool append_token_bytes(const tl_vocab *v, int32_t id, tl_strbuf *out) {
     return ok;
 }
 
+/* The longest token's text in code points (bounds what one step can add). */
+static size_t longest_token_chars(const tl_vocab *v) {
+    size_t best = 1;
+    tl_strbuf t = TL_STRBUF_INIT;
+    for (int32_t id = 0; id < tl_vocab_n_tokens(v); id++) {
+        tl_strbuf_clear(&t);
+        if (append_token_bytes(v, id, &t) && count_chars(&t) > best)
+            best = count_chars(&t);
+    }
+    tl_strbuf_free(&t);
+    return best;
+}
+
+/* Remote generation under the JSON-string-body regex. With the model's
+ * tokenizer here, the regex's length bound is loosened by the longest token
+ * and the reply is replayed token by token exactly as the local loop runs
+ * (stop at the terminator, or once maxLength characters are written, cutting
+ * there), so at T=0 the value equals the local one; the tokens' raw bytes
+ * also let a character cut off at the limit be dropped instead of becoming
+ * U+FFFD. Without a tokenizer the regex carries the bound itself. */
 static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
                                  size_t max_chars, int max_tokens, tl_freetext_result *out, tl_error *err) {
     tl_strbuf re = TL_STRBUF_INIT, text = TL_STRBUF_INIT;
@@ -226,38 +246,63 @@ static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, co
     size_t n_gen = 0;
     lexer lx = {p->terminator, p->terminator ? strlen(p->terminator) : 0, p->json_escapes, 0, TL_STRBUF_INIT, 0,
                 false};
-    tl_status st = tl_freetext_regex(max_chars, p->json_escapes, p->terminator, &re, err);
+    size_t bound = b->vocab ? max_chars + longest_token_chars(b->vocab) : max_chars;
+    /* the server cannot stop at a character count: bound its steps by the
+     * characters wanted (a step rarely writes none) */
+    if (b->vocab && (size_t)max_tokens > max_chars + 8)
+        max_tokens = (int)(max_chars + 8);
+    tl_status st = tl_freetext_regex(bound, p->json_escapes, p->terminator, &re, err);
     if (!st)
         st = b->ops->generate_regex(b, ids, n, tl_strbuf_cstr(&re), max_tokens, p->sample.temperature,
                                     p->sample.seed, &gen, &n_gen, &out->usage, err);
-    /* a closing terminator id is not part of the value's text */
-    size_t n_text = n_gen && is_term_id(p, gen[n_gen - 1]) ? n_gen - 1 : n_gen;
-    /* With the model's tokenizer here, the raw bytes of the tokens (a server's
-     * detokenize would turn a character cut off at the token limit into
-     * U+FFFD; the bytes let finish() drop it instead). */
     if (!st && b->vocab) {
-        for (size_t i = 0; i < n_text && !st; i++) {
-            if (gen[i] < 0 || gen[i] >= tl_vocab_n_tokens(b->vocab)) {
+        size_t used = 0;
+        for (; used < n_gen && !st && !out->closed && !out->truncated; used++) {
+            int32_t id = gen[used];
+            if (id < 0 || id >= tl_vocab_n_tokens(b->vocab)) {
                 st = tl_error_set(err, TL_ERR_REMOTE, "free text: the %s backend returned token %d, not in the vocabulary",
-                                  b->ops->kind, (int)gen[i]);
+                                  b->ops->kind, (int)id);
                 break;
             }
-            if (!append_token_bytes(b->vocab, gen[i], &text))
+            if (is_term_id(p, id) || tl_vocab_is_eog(b->vocab, id)) {
+                out->closed = true;
+                continue;
+            }
+            if (!append_token_bytes(b->vocab, id, &text)) {
                 st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+                break;
+            }
+            lex(&lx, tl_strbuf_cstr(&text), text.len);
+            if (lx.closed)
+                out->closed = true;
+            else if (count_chars(&lx.value) >= max_chars)
+                out->truncated = true;
+        }
+        if (!st) {
+            if (!out->closed && !out->truncated)
+                out->truncated = true; /* the token limit */
+            if (!lx.closed && lx.pos < text.len)
+                tl_strbuf_append(&lx.value, text.buf + lx.pos, text.len - lx.pos);
+            out->ids = gen;
+            gen = NULL;
+            out->n_ids = used;
+            st = finish(&lx, max_chars, out->truncated, out, err);
         }
     } else if (!st) {
+        /* a closing terminator id is not part of the value's text */
+        size_t n_text = n_gen && is_term_id(p, gen[n_gen - 1]) ? n_gen - 1 : n_gen;
         st = tl_backend_detokenize(b, gen, n_text, &text, err);
-    }
-    if (!st) {
-        lex(&lx, tl_strbuf_cstr(&text), text.len);
-        if (!lx.closed && lx.pos < text.len)
-            tl_strbuf_append(&lx.value, text.buf + lx.pos, text.len - lx.pos);
-        out->closed = lx.closed || (n_gen && is_term_id(p, gen[n_gen - 1]));
-        out->truncated = !out->closed;
-        out->ids = gen;
-        gen = NULL;
-        out->n_ids = n_gen;
-        st = finish(&lx, max_chars, !out->closed, out, err);
+        if (!st) {
+            lex(&lx, tl_strbuf_cstr(&text), text.len);
+            if (!lx.closed && lx.pos < text.len)
+                tl_strbuf_append(&lx.value, text.buf + lx.pos, text.len - lx.pos);
+            out->closed = lx.closed || (n_gen && is_term_id(p, gen[n_gen - 1]));
+            out->truncated = !out->closed;
+            out->ids = gen;
+            gen = NULL;
+            out->n_ids = n_gen;
+            st = finish(&lx, max_chars, !out->closed, out, err);
+        }
     }
     free(gen);
     tl_strbuf_free(&re);

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "gguf/gguf.h"
-#include "typellm/model.h"
+#include "typellm/kernels.h"
 
 /* ---- thread pool --------------------------------------------------------- */
 
@@ -33,7 +33,7 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
 
 /* ---- rows ---------------------------------------------------------------- */
 
-/* tl_kernels_isa (which instruction set the kernels use) is public: typellm/model.h. */
+/* tl_kernels_isa (which instruction set the kernels use) is public: typellm/kernels.h. */
 /* True when the engine can multiply by weights of this type. */
 int tl_kernels_supports(tl_ggml_type t);
 /* Switches every later kernel call to the named path ("scalar", "avx2",

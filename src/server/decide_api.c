@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decide/decide.h"
 #include "server/server_internal.h"
-#include "util/error.h"
+#include "typellm/common.h"
 
 static void fail(parse_failure *f, const char *field, const char *type, const char *msg) {
     f->status = 422;
@@ -119,14 +118,43 @@ bad:
     return false;
 }
 
+/* The schema as the public API's tl_schema (the server builds schemas as JSON). */
+static tl_status schema_of(const json_t *schema, tl_schema **out, tl_error *err) {
+    *out = NULL;
+    char *text = json_dumps(schema, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (!text)
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    tl_status st = tl_schema_parse(text, strlen(text), out, err);
+    free(text);
+    return st;
+}
+
+tl_status server_check_schema(const json_t *schema, tl_error *err) {
+    tl_schema *ts = NULL;
+    tl_status st = schema_of(schema, &ts, err);
+    tl_schema_free(ts);
+    return st;
+}
+
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
                         const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err) {
+    *result = NULL;
     sched_wait w = server_wait_for(s, req);
     tl_backend *b = NULL;
-    tl_status st = tl_backend_shared_client(s->shared, &w, &b, err);
+    tl_schema *ts = NULL;
+    tl_decision *d = NULL;
+    tl_status st = schema_of(schema, &ts, err);
     if (!st)
-        st = tl_decide_json(b, context, context_len, schema, opts, result, err);
+        st = tl_backend_shared_client(s->shared, &w, &b, err);
+    if (!st)
+        st = tl_decide(b, context, context_len, ts, opts, &d, err);
+    char *text = st ? NULL : tl_decision_to_json(d, 0);
+    if (!st && !(text && (*result = json_loads(text, 0, NULL))))
+        st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    tl_free(text);
+    tl_decision_free(d);
     tl_backend_free(b);
+    tl_schema_free(ts);
     return st;
 }
 

@@ -21,11 +21,9 @@
 #include <time.h>
 
 #include "decide/chat_template.h"
-#include "decide/decide.h"
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/json_text.h"
-#include "util/strbuf.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 #define OAI_MAX_N 16            /* choices per request */
 #define OAI_DEFAULT_MAX_TOKENS 256
@@ -279,7 +277,7 @@ static bool parse_response_format(const json_t *root, oai_request *r, parse_fail
         return false;
     }
     tl_error err = {0};
-    if (tl_decide_check_schema(schema, &err) != TL_OK) {
+    if (server_check_schema(schema, &err) != TL_OK) {
         fail_openai(f, 400, "response_format.json_schema.schema", "unsupported_schema",
                  "response_format.json_schema.schema: typellm cannot decide this schema: %s", err.msg);
         return false;
@@ -709,7 +707,7 @@ static void answer_json_schema(oai_ctx *c, const tl_http_request *req, tl_http_r
             reply_openai_error(r, http_status_for(st, HTTP_API_TYPED), "server_error", NULL, NULL, "%s", err.msg);
         return;
     }
-    char *content = tl_json_dumps(json_object_get(result, "values"), JSON_COMPACT);
+    char *content = server_json_dumps(json_object_get(result, "values"), JSON_COMPACT);
     json_t *fields = json_object();
     const char *key;
     json_t *fv;
@@ -847,6 +845,20 @@ static void handle_openai_text(tl_server *s, const tl_http_request *req, tl_http
     json_decref(result);
     tl_strbuf_free(&buffered.buf);
     oai_ctx_free(c);
+}
+
+bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f) {
+    tl_http_request req = {.method = "POST", .body = body, .body_len = len};
+    oai_request rq;
+    bool ok = oai_request_parse(s, &req, chat, &rq, f);
+    if (ok && !rq.schema) {
+        gen_request g;
+        ok = gen_request_from_json(rq.gen, s->n_vocab, s->p.max_new_tokens, &g, f);
+        if (ok)
+            gen_request_free(&g);
+    }
+    oai_request_free(&rq);
+    return ok;
 }
 
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r) {

@@ -22,10 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decide/decide.h"
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/strbuf.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 /* ---- validation ------------------------------------------------------------ */
 

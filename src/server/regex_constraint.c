@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/utf8.h"
+#include "typellm/common.h"
 
 struct regex_constraint {
     pcre2_code *code;      /* UTF mode: what a full match means */

@@ -9,16 +9,24 @@
 #include <string.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/json_text.h"
+#include "typellm/common.h"
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
+
+char *server_json_dumps(const json_t *j, size_t flags) {
+    char *text = json_dumps(j, (flags & ~(size_t)JSON_REAL_PRECISION(31)) | JSON_REAL_PRECISION(17));
+    if (!text)
+        return NULL;
+    char *s = tl_json_shorten_reals(text);
+    free(text);
+    return s;
+}
 
 void reply_json(tl_http_reply *r, int status, json_t *j) {
     r->status = status;
     r->content_type = "application/json";
     tl_strbuf_clear(&r->body);
-    char *text = j ? tl_json_dumps(j, JSON_COMPACT) : NULL;
+    char *text = j ? server_json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         tl_strbuf_puts(&r->body, text);
         free(text);
@@ -136,7 +144,9 @@ json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_
         return root;
     char msg[400];
     snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
-    fail->status = 400;
+    /* FastAPI answers malformed JSON with 422 and a json_invalid detail entry
+     * (what System One clients parse); SGLang with 400. */
+    fail->status = fastapi_style ? 422 : 400;
     /* jansson's message may quote the offending bytes, which need not be UTF-8. */
     json_t *m = json_string_lossy(msg, strlen(msg));
     if (fastapi_style)

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/fileio.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
+
+#define SERVER_MAX_CONNECTIONS 512
 
 /* ---- life cycle ------------------------------------------------------------- */
 
@@ -38,6 +40,10 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     if (s->p.max_new_tokens <= 0) s->p.max_new_tokens = 4096;
     if (s->p.max_queue <= 0) s->p.max_queue = 64;
     if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 300;
+    if (s->p.header_timeout_s <= 0) s->p.header_timeout_s = 10;
+    if (s->p.body_timeout_s <= 0) s->p.body_timeout_s = 60;
+    if (s->p.max_client_conns <= 0) s->p.max_client_conns = 64;
+    if (s->p.drain_timeout_s <= 0) s->p.drain_timeout_s = 30;
     s->model = m;
     s->vocab = tl_model_vocab(m);
     s->n_vocab = tl_model_n_vocab(m);
@@ -58,7 +64,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->started_s = tl_now_s();
     s->started_wall = time(NULL);
     tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
-                           .max_batch_seqs = 256};
+                           .max_batch_seqs = 0 /* the backend default */};
     tl_status st = tl_backend_shared_new(m, &sp, &s->shared, err);
     if (st != TL_OK) {
         tl_server_free(s);
@@ -72,6 +78,7 @@ void tl_server_free(tl_server *s) {
     if (!s)
         return;
     tl_server_stop(s);
+    conn_guard_free(s->guard);
     tl_backend_free(s->shared);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->streams_cv);
@@ -275,6 +282,20 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
         reply_too_large(r, rt->dialect, s->p.max_body);
         return;
     }
+    pthread_mutex_lock(&s->mu);
+    bool draining = s->draining;
+    pthread_mutex_unlock(&s->mu);
+    if (draining) {
+        r->retry_after_s = 1;
+        const char *msg = "the server is shutting down; retry on another instance or after its restart";
+        if (rt->dialect == DIALECT_OPENAI)
+            reply_openai_error(r, 503, "server_error", NULL, "server_shutting_down", "%s", msg);
+        else if (rt->dialect == DIALECT_FASTAPI)
+            reply_typed_error(r, 503, "overloaded_error", "%s", msg);
+        else
+            reply_sglang_error(r, 503, "%s", msg);
+        return;
+    }
     rt->handler(s, req, r);
 }
 
@@ -350,6 +371,11 @@ static void log_request(tl_server *s, const char *method, const char *url, int s
     fflush(s->p.log);
 }
 
+static conn_entry *guard_entry(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -362,6 +388,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cs->conn = c;
         cs->t0 = tl_now_s();
         *con_cls = cs;
+        conn_guard_body(s->guard, guard_entry(c));
+        pthread_mutex_lock(&s->mu);
+        s->requests_open++;
+        pthread_mutex_unlock(&s->mu);
         /* An oversize body is read and dropped (no memory held) so the client
          * gets its 413 instead of a reset connection, unless it is absurdly
          * large: then the 413 goes out at once and the connection closes. */
@@ -394,6 +424,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     *upload_size = 0;
     cs->replied = true;
+    conn_guard_answering(s->guard, guard_entry(c));
     tl_http_request req = {
         .method = method,
         .path = url,
@@ -415,15 +446,54 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
+    tl_server *s = cls;
     (void)toe;
     conn_state *cs = *con_cls;
     if (cs) {
         tl_strbuf_free(&cs->body);
         free(cs);
         *con_cls = NULL;
+        conn_guard_idle(s->guard, guard_entry(c));
+        pthread_mutex_lock(&s->mu);
+        s->requests_open--;
+        pthread_cond_broadcast(&s->streams_cv);
+        pthread_mutex_unlock(&s->mu);
     }
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    tl_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? conn_guard_open(s->guard, ci->connect_fd) : NULL;
+    } else {
+        conn_guard_close(s->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* URL decoding as MHD's default (%HH), except that %00 stays as it is: a
+ * NUL would cut the path short ("/v1/decide%00" must not be /v1/decide). */
+static size_t unescape_keep_nul(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hex_digit(r[1])) >= 0 && (lo = hex_digit(r[2])) >= 0 && (hi | lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
 }
 
 tl_status tl_server_start(tl_server *s, tl_error *err) {
@@ -447,11 +517,18 @@ tl_status tl_server_start(tl_server *s, tl_error *err) {
     } else {
         return tl_error_set(err, TL_ERR_INVALID, "server: --host '%s' is not a numeric IPv4/IPv6 address", s->host);
     }
+    if (!s->guard && !(s->guard = conn_guard_new(s->p.header_timeout_s, s->p.body_timeout_s)))
+        return tl_error_set(err, TL_ERR_NOMEM, "server: cannot start the connection watchdog");
+    /* 512 connections in all, at most max_client_conns from one address, so
+     * one client cannot take every slot from /health and the others. */
     s->daemon = MHD_start_daemon(flags, (uint16_t)s->p.port, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                 MHD_OPTION_UNESCAPE_CALLBACK, unescape_keep_nul, NULL,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_client_conns,
                                  MHD_OPTION_END);
     if (!s->daemon)
         return tl_error_set(err, TL_ERR_IO, "server: cannot listen on %s:%d (in use or not permitted)", s->host,
@@ -465,6 +542,15 @@ void tl_server_stop(tl_server *s) {
     if (!s)
         return;
     if (s->daemon) {
+        /* Drain: new requests get 503; running ones (and their replies) finish. */
+        double deadline = tl_now_s() + s->p.drain_timeout_s;
+        pthread_mutex_lock(&s->mu);
+        s->draining = true;
+        while ((s->in_flight > 0 || s->streams > 0 || s->requests_open > 0) && tl_now_s() < deadline) {
+            struct timespec ts = realtime_in_ms(50);
+            pthread_cond_timedwait(&s->streams_cv, &s->mu, &ts);
+        }
+        pthread_mutex_unlock(&s->mu);
         MHD_stop_daemon(s->daemon);
         s->daemon = NULL;
     }

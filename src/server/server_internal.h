@@ -9,7 +9,8 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "backend/backend.h"
+#include "typellm/backend.h"
+#include "typellm/decide.h"
 #include "server/server.h"
 
 /* The model runs behind the library's shared batching backend
@@ -22,6 +23,23 @@ typedef tl_call_limits sched_wait;
 tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err);
 tl_status server_eval_last(tl_server *s, const sched_wait *w, const int32_t *ids, size_t n, size_t k_last,
                            float *logits, tl_usage *usage, tl_error *err);
+
+/* ---- connection deadlines (conn_guard.c) ----------------------------------- */
+
+typedef struct conn_guard conn_guard;
+typedef struct conn_entry conn_entry;
+/* header_s: longest wait for a request's headers (idle keep-alive included);
+ * body_s: longest upload of a body. */
+conn_guard *conn_guard_new(double header_s, double body_s);
+void conn_guard_free(conn_guard *g);
+conn_entry *conn_guard_open(conn_guard *g, int fd); /* a connection starts (waiting for headers) */
+void conn_guard_close(conn_guard *g, conn_entry *e);
+void conn_guard_body(conn_guard *g, conn_entry *e);      /* headers in, body arriving */
+void conn_guard_answering(conn_guard *g, conn_entry *e); /* request complete: no deadline here */
+void conn_guard_idle(conn_guard *g, conn_entry *e);      /* reply sent: waiting for the next headers */
+size_t conn_guard_cut(conn_guard *g);                    /* connections shut down so far */
+/* CLOCK_REALTIME now + ms (for pthread_cond_timedwait). */
+struct timespec realtime_in_ms(long ms);
 
 /* ---- the server ---------------------------------------------------------- */
 
@@ -44,6 +62,9 @@ struct tl_server {
     double started_s;
     time_t started_wall;        /* /v1/models "created" */
     int od_max_questions;       /* /v1/decisions questions per request */
+    conn_guard *guard;
+    bool draining;              /* SIGTERM: finishing running requests, refusing new ones with 503 */
+    int requests_open;          /* HTTP requests between their first byte handled and their reply sent */
     size_t max_token_bytes;     /* longest token's text (bytes): token-count lower bounds */
 };
 
@@ -59,6 +80,9 @@ void tl_server_stream_done(tl_server *s);
 /* ---- replies (reply.c) --------------------------------------------------- */
 
 /* Serializes j (stolen) as the body with status. */
+/* json_dumps with every real in its shortest exact form (tl_json_shorten_reals):
+ * what every reply and stream event prints. Caller frees. */
+char *server_json_dumps(const json_t *j, size_t flags);
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */
 void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -279,6 +303,9 @@ void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* The chat (chat = true) or completions request parser alone, through the
+ * /generate request it becomes (fuzzing): false with *f filled on bad input. */
+bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);
 void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 
 /* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
@@ -288,10 +315,13 @@ void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply 
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
 
 /* tl_decide through the shared backend under the request's deadline and
- * cancellation (decide_api.c): what every decision endpoint runs. */
-struct tl_decide_opts;
+ * cancellation (decide_api.c): what every decision endpoint runs. The result
+ * is the decision's JSON document (tl_decision_to_json). */
 tl_status server_decide(tl_server *s, const tl_http_request *req, const char *context, size_t context_len,
-                        const json_t *schema, const struct tl_decide_opts *opts, json_t **result, tl_error *err);
+                        const json_t *schema, const tl_decide_opts *opts, json_t **result, tl_error *err);
+
+/* The schema checks tl_decide makes before it needs the model (early 4xx). */
+tl_status server_check_schema(const json_t *schema, tl_error *err);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);

@@ -20,11 +20,8 @@
 #include <unistd.h>
 
 #include "server/server_internal.h"
-#include "util/error.h"
-#include "util/fileio.h"
-#include "util/rng.h"
-#include "util/sample.h"
-#include "util/utf8.h"
+#include "typellm/common.h"
+#include "typellm/util.h"
 
 /* ---- small helpers ----------------------------------------------------------- */
 
@@ -418,7 +415,7 @@ typedef struct gen_state {
     size_t n_out;            /* generated ids */
     tl_strbuf out_bytes;     /* raw bytes of generated tokens (for regex) */
     regex_constraint *re;
-    uint64_t rng; /* util/rng.h stream */
+    uint64_t rng; /* tl_rng_* stream (typellm/util.h) */
     bool done;
     json_t *finish_reason;
     int64_t cached_tokens;
@@ -504,7 +501,7 @@ static bool regex_allows(const tl_server *s, gen_state *g, int32_t id, tl_strbuf
 }
 
 /* Chooses the next token from lp (log_softmax at the item's temperature):
- * greedy, or top_k -> top_p -> min_p filtered sampling (util/sample.h),
+ * greedy, or top_k -> top_p -> min_p filtered sampling (tl_sample_weights),
  * always within the regex's allowed tokens. w and order are n_vocab scratch
  * arrays. Returns -1 when a regex leaves nothing allowed. */
 static int32_t choose_token(const tl_server *s, gen_state *g, const double *lp, int32_t *order, double *w,

@@ -32,7 +32,7 @@ size_t tl_json_real_text(double v, char *buf, size_t cap) {
 
 /* Rewrites every real number token of JSON text (outside strings: one with a
  * '.', 'e' or 'E') in its shortest round-trip form. */
-static char *shorten_reals(const char *s) {
+char *tl_json_shorten_reals(const char *s) {
     tl_strbuf out = TL_STRBUF_INIT;
     size_t i = 0, n = strlen(s);
     bool ok = tl_strbuf_reserve(&out, n);
@@ -79,7 +79,7 @@ char *tl_json_dumps(const json_t *j, size_t flags) {
     char *text = json_dumps(j, (flags & ~(size_t)JSON_REAL_PRECISION(31)) | JSON_REAL_PRECISION(17));
     if (!text)
         return NULL;
-    char *s = shorten_reals(text);
+    char *s = tl_json_shorten_reals(text);
     free(text);
     return s;
 }

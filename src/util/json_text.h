@@ -10,13 +10,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "typellm/util.h"
+
 /* json_dumps(j, flags) with shortest round-trip reals; malloc'd, NULL on
  * failure. Any JSON_REAL_PRECISION in flags is ignored. */
 char *tl_json_dumps(const json_t *j, size_t flags);
 
-/* Writes the shortest text that strtod reads back as v (finite v) into buf
- * (cap >= 32) in %g style, with ".0" added when it would read as an integer.
- * Returns the length. */
-size_t tl_json_real_text(double v, char *buf, size_t cap);
+/* tl_json_real_text and tl_json_shorten_reals (no jansson types) are public:
+ * typellm/util.h. */
 
 #endif

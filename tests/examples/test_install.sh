@@ -21,16 +21,18 @@ libdir=$(pkg-config --variable=libdir typellm)
 soname=$(objdump -p "$libdir/libtypellm.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = libtypellm.so.0 ] || fail "SONAME is '$soname'"
 # Exported: the public API (tl_*, and Aeon's ae_*), nothing else of ours.
-others=$(nm -D --defined-only "$libdir/libtypellm.so" | awk '{print $3}' | grep -v -E '^(tl_|ae_|_init$|_fini$)' || true)
+defined=$(nm -D --defined-only "$libdir/libtypellm.so")
+others=$(awk '{print $3}' <<<"$defined" | grep -v -E '^(tl_|ae_|_init$|_fini$)' || true)
 [ -z "$others" ] || fail "libtypellm.so exports non-API symbols: $others"
 for priv in tl_dschema_parse tl_decide_json tl_labelset_fill; do
-  if nm -D --defined-only "$libdir/libtypellm.so" | grep -q " $priv\$"; then fail "private $priv is exported"; fi
+  if grep -q " $priv\$" <<<"$defined"; then fail "private $priv is exported"; fi
 done
 
 flags=$(pkg-config --cflags --libs typellm)
 case "$flags" in *"$TL_SRC"*) fail "pkg-config flags point into the source tree: $flags" ;; esac
 san=""
-if nm -D "$libdir/libtypellm.so" | grep -q __asan_init; then san="-fsanitize=address,undefined"; fi
+dynsyms=$(nm -D "$libdir/libtypellm.so")  # (not piped into grep -q: pipefail would see nm's SIGPIPE)
+if grep -q __asan_init <<<"$dynsyms"; then san="-fsanitize=address,undefined"; fi
 for ex in "$TL_SRC"/examples/c/*.c; do
   name=$(basename "$ex" .c)
   cc -std=c11 -Wall -Wextra -Werror $san "$ex" $flags -o "$tmp/$name" || fail "$name.c does not build against the installed tree"

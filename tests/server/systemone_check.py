@@ -153,8 +153,8 @@ def err(raw, want, key=KEY, loc=None, etype=None):
     return body
 
 q = lambda **kw: {"state": "s", "questions": {"x": kw}}
-err(b'{"state": "s", "questions": ', 400)
-err(b"not json", 400)
+err(b'{"state": "s", "questions": ', 422, loc=["body", 28])
+err(b"not json", 422)
 err([1, 2], 422, loc=["body"])
 err({"questions": {"x": {"type": "noul"}}}, 422, loc=["body", "state"])
 err({"state": 3, "questions": {"x": {"type": "noul"}}}, 422, loc=["body", "state"])

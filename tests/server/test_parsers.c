@@ -37,9 +37,9 @@ static void test_systemone_validation(void) {
     CHECK(so_status("{\"state\":{\"k\":[1,2]},\"questions\":{\"a\":{\"type\":\"noul\",\"criteria\":{\"true\":\"y\",\"false\":null}}}}", NULL, NULL) == 0);
     CHECK(so_status("{\"state\":[1],\"model\":\"jev\",\"extra\":1,\"questions\":{\"a\":{\"type\":\"choice\",\"criteria\":{\"x\":null,\"y\":\"why\"}}}}", NULL, NULL) == 0);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"a\":{\"type\":\"score\",\"instructions\":{\"k\":1},\"criteria\":[\"lo\",\"hi\"]}}}", NULL, NULL) == 0);
-    /* malformed JSON -> 400 */
-    CHECK(so_status("{\"state\":", NULL, "json_invalid") == 400);
-    CHECK(so_status("", NULL, NULL) == 400);
+    /* malformed JSON -> 422 json_invalid (FastAPI) */
+    CHECK(so_status("{\"state\":", NULL, "json_invalid") == 422);
+    CHECK(so_status("", NULL, NULL) == 422);
     /* wrong types / missing fields -> 422 with loc */
     CHECK(so_status("[]", "[\"body\"]", "dict_type") == 422);
     CHECK(so_status("{\"questions\":{}}", "[\"body\",\"state\"]", "missing") == 422);
@@ -79,7 +79,7 @@ static void test_systemone_validation(void) {
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"score\",\"criteria\":[\"a\",2]}}}", "[\"body\",\"questions\",\"u\",\"criteria\",1]", "string_type") == 422);
     CHECK(so_status("{\"state\":\"s\",\"questions\":{\"u\":{\"type\":\"noul\",\"criteria\":{\"true\":false}}}}", "[\"body\",\"questions\",\"u\",\"criteria\",\"true\"]", "string_type") == 422);
     /* duplicate question ids are malformed JSON for us */
-    CHECK(so_status("{\"state\":\"s\",\"questions\":{\"a\":{\"type\":\"noul\"},\"a\":{\"type\":\"noul\"}}}", NULL, NULL) == 400);
+    CHECK(so_status("{\"state\":\"s\",\"questions\":{\"a\":{\"type\":\"noul\"},\"a\":{\"type\":\"noul\"}}}", NULL, "json_invalid") == 422);
     /* too many questions */
     so_request r;
     parse_failure f = {0};
@@ -220,12 +220,12 @@ static void test_decide_parse(void) {
         CHECKF(!decide_request_parse(bad[i], strlen(bad[i]), &d, &f) && f.status == 422, "%s", bad[i]);
         json_decref(f.body);
     }
-    CHECK(!decide_request_parse("{x", 2, &d, &f) && f.status == 400);
+    CHECK(!decide_request_parse("{x", 2, &d, &f) && f.status == 422);
     json_decref(f.body);
     /* Invalid UTF-8 inside a string: jansson's message quotes the bytes; the
      * 400 body must still be valid JSON (fuzzer finding). */
     const char *bad_utf8 = "{\"context\":\"T\",\"schema\":{\"a\":[\"\\\xca\x8b\"]}}";
-    CHECK(!decide_request_parse(bad_utf8, strlen(bad_utf8), &d, &f) && f.status == 400 && f.body != NULL);
+    CHECK(!decide_request_parse(bad_utf8, strlen(bad_utf8), &d, &f) && f.status == 422 && f.body != NULL);
     json_decref(f.body);
     gen_request g;
     CHECK(!gen_request_parse(bad_utf8, strlen(bad_utf8), 100, 10, &g, &f) && f.status == 400 && f.body != NULL);

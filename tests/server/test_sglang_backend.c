@@ -220,6 +220,38 @@ int main(void) {
         json_decref(ns);
     }
 
+    /* Open free text: the server generates under the JSON-string-body regex
+     * and the client replays the reply as the local loop runs (closing, or
+     * cutting at maxLength), so at T=0 the value equals the local one. */
+    if (remote_tok) {
+        const char *prompts[4] = {"note=\"", "Ticket #4471 summary: \"", "The customer wrote: \"", "x=\"\""};
+        int closed_compared = 0;
+        for (int k = 0; k < 4; k++) {
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK(tl_backend_tokenize(local, prompts[k], strlen(prompts[k]), true, false, &ids, &n, &err) == TL_OK);
+            for (int ml = 4; ml <= 24; ml += 10) {
+                tl_freetext_params fp = {.terminator = "\"", .json_escapes = true, .max_chars = (size_t)ml};
+                tl_freetext_result lr, rr;
+                CHECK(tl_freetext_generate(local, ids, n, &fp, &lr, &err) == TL_OK);
+                tl_status st = tl_freetext_generate(remote_tok, ids, n, &fp, &rr, &err);
+                CHECKF(st == TL_OK, "remote free text: %s", err.msg);
+                if (st == TL_OK) {
+                    {
+                        closed_compared += !lr.truncated;
+                        CHECKF(lr.value_len == rr.value_len && !memcmp(lr.value, rr.value, lr.value_len),
+                               "free text (max %d): local '%s' remote '%s'", ml, lr.value, rr.value);
+                    }
+                    CHECK(rr.n_chars <= (size_t)ml);
+                }
+                tl_freetext_result_free(&lr);
+                tl_freetext_result_free(&rr);
+            }
+            free(ids);
+        }
+        fprintf(stderr, "free text: 8 values compared with local, %d closed by the model\n", closed_compared);
+    }
+
     /* Numbers through regex. */
     if (remote) {
         int32_t *ids = NULL, *out = NULL;

@@ -1,6 +1,8 @@
-/* typellm/quantize.h: whole-model type conversion behind `typellm quantize`. */
-#ifndef TYPELLM_QUANTIZE_H
-#define TYPELLM_QUANTIZE_H
+/* typellm/kernels.h: the public face of the numeric core: which instruction
+ * set the matrix kernels use, and whole-model type conversion (what
+ * `typellm quantize` runs). */
+#ifndef TYPELLM_KERNELS_H
+#define TYPELLM_KERNELS_H
 
 #include <stdint.h>
 
@@ -9,6 +11,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Which instruction set the matrix kernels use ("avx512", "avx2", "scalar");
+ * TL_ISA=scalar|avx2|avx512 in the environment forces a path. Static string. */
+TL_API const char *tl_kernels_isa(void);
 
 typedef struct tl_quantize_stats {
     uint64_t tensors_by_type[TL_TYPE_COUNT]; /* output tensors of each type */

@@ -1,0 +1,161 @@
+"""robustness_check.py PORT PID: what no request may do to `typellm serve`
+(qwen2-d64-q8_0): oversized logprob asks and texts are refused before the
+work (413/400, fast, naming the limit), a NUL in the path is not routed, one
+client cannot take every connection (per-client cap; /health from another
+address still answered), a client trickling its headers is cut at the
+header deadline, and SIGTERM drains: a running stream ends with [DONE],
+new requests get 503 with Retry-After, the server exits 0 (checked by the
+caller)."""
+import http.client
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+PORT, PID = int(sys.argv[1]), int(sys.argv[2])
+BASE = f"http://127.0.0.1:{PORT}"
+checks = failures = 0
+
+
+def check(cond, what):
+    global checks, failures
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def call(path, body=None, raw=None, timeout=60):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(BASE + path, data=data, method="POST" if data is not None else "GET")
+    req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), dict(e.headers)
+
+
+def rss_kb():
+    with open(f"/proc/{PID}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+model = json.loads(call("/v1/models")[1])["data"][0]["id"]
+
+# --- the path is routed as sent ------------------------------------------------------
+st, body, _ = call("/v1/decide%00", {"context": "x", "schema": {}})
+check(st == 404, f"/v1/decide%00 is not /v1/decide: {st} {body[:100]}")
+st, _, _ = call("/v1/decisions%00x", {"model": model})
+check(st == 404, f"/v1/decisions%00x: {st}")
+
+# --- logprob entries count prompt positions x items x top-k ------------------------------
+item = "the quick brown fox jumps over the lazy dog " * 50
+t0 = time.time()
+st, body, _ = call("/generate", {"text": [item] * 16, "sampling_params": {"max_new_tokens": 1},
+                                 "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": 1000,
+                                 "return_text_in_logprobs": True})
+check(st == 413 and b"logprob entries" in body and time.time() - t0 < 10,
+      f"16 x ~450 prompt positions x top 1000 -> 413 naming the limit: {st} {body[:200]}")
+st, body, _ = call("/generate", {"text": "hello there", "sampling_params": {"max_new_tokens": 2},
+                                 "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": 5})
+check(st == 200 and len(json.loads(body)["meta_info"]["input_top_logprobs"]) > 1, "a small prompt-logprob ask is served")
+
+# --- a text that cannot fit the context is refused before it is tokenized ------------
+rss0 = rss_kb()
+word = "a" * (7 << 20)
+for path, body, want, what in [
+        ("/generate", {"text": word, "sampling_params": {"max_new_tokens": 1}}, 400, "at least"),
+        ("/v1/systemone", {"state": word, "questions": {"q": {"type": "noul"}}}, 413, "tokens_exceeded"),
+        ("/v1/decisions", {"model": model, "input": word, "questions": [{"type": "predicate", "instructions": "?"}]},
+         400, "context_length_exceeded"),
+        ("/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": word}]}, 400,
+         "context_length_exceeded")]:
+    t0 = time.time()
+    st, reply, _ = call(path, body)
+    check(st == want and what.encode() in reply and time.time() - t0 < 5,
+          f"{path}: a 7 MB word -> {want} ({what}) at once: {st} {time.time() - t0:.1f}s {reply[:160]}")
+check(rss_kb() - rss0 < 500_000, f"no tokenizer blow-up (was 616 MB per word): RSS {rss0} -> {rss_kb()} kB")
+
+# --- one client cannot take every connection --------------------------------------------
+idle = []
+for _ in range(70):
+    try:
+        c = socket.create_connection(("127.0.0.1", PORT), timeout=5)
+        idle.append(c)
+    except OSError:
+        break
+time.sleep(0.5)
+other = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10, source_address=("127.0.0.2", 0))
+other.request("GET", "/health")
+st = other.getresponse().status
+other.close()
+check(st == 200, f"/health from another address (127.0.0.2) while one holds its cap: {st}")
+try:
+    st, _, _ = call("/health", timeout=5)
+    refused = False
+except (urllib.error.URLError, ConnectionError, OSError):
+    refused = True
+check(refused, "the 65th connection from one address is refused")
+for c in idle:
+    c.close()
+time.sleep(0.5)
+st, _, _ = call("/health")
+check(st == 200, "after the idle connections close, the client is served again")
+
+# --- a trickling client is cut at the header deadline ---------------------------------
+c = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+t0 = time.time()
+closed_at = None
+for ch in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"y" * 40:
+    try:
+        c.send(bytes([ch]))
+        c.settimeout(1.0)
+        if c.recv(1, socket.MSG_PEEK) == b"":
+            closed_at = time.time() - t0
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        closed_at = time.time() - t0
+        break
+c.close()
+check(closed_at is not None and closed_at < 16, f"trickled headers cut at the deadline (after {closed_at} s)")
+
+# --- SIGTERM drains -------------------------------------------------------------------------
+events = []
+
+
+def stream():
+    req = urllib.request.Request(BASE + "/generate", data=json.dumps({
+        "text": "Once upon a time", "stream": True,
+        "sampling_params": {"max_new_tokens": 300, "ignore_eos": True, "temperature": 0}}).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=120) as r:
+        for line in r:
+            if line.startswith(b"data: "):
+                events.append(line[6:].strip())
+
+
+th = threading.Thread(target=stream)
+th.start()
+while not events and th.is_alive():
+    time.sleep(0.01)
+os.kill(PID, signal.SIGTERM)
+time.sleep(0.2)
+st, body, hdr = call("/v1/decisions", {"model": model, "input": "x", "questions": [{"type": "predicate", "instructions": "?"}]})
+check(st == 503 and hdr.get("Retry-After") == "1" and b"shutting down" in body,
+      f"during the drain a new request gets 503 + Retry-After: {st} {hdr.get('Retry-After')} {body[:120]}")
+th.join()
+check(events and events[-1] == b"[DONE]" and len(events) > 300,
+      f"the running stream finished: {len(events)} events, last {events[-1][:40] if events else None}")
+
+print(f"robustness_check: {checks} checks, {failures} failures")
+sys.exit(1 if failures else 0)
