@@ -3,6 +3,12 @@
 # same CPU, same model files, same thread count (see bench/README.md).
 #
 #   bench/compare_llamacpp.sh [--threads 2] [--prefill 512] [--decode 128] [--types "Q8_0 F16 Q4_K_M"]
+#                             [--shape qwen2|qwen3moe]
+#
+# --shape qwen3moe: a Qwen3-MoE-shaped random model instead (Qwen3-30B-A3B's
+# ratios scaled to 1.8 B parameters: 20 layers, dim 1024, 16 heads of 128,
+# 2 KV heads, 64 experts of 384 with 8 active, tied 151669-token vocabulary;
+# about 0.44 B parameters active per token), made as F16.
 #
 # Steps: build typellm (build-bench/, the default RelWithDebInfo = -O2); make the Qwen2.5-0.5B-shaped
 # random model with ../shared/tools/mkmodel.py (reused if present); quantize
@@ -13,14 +19,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M"
+threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M" shape=qwen2
 while [ $# -gt 0 ]; do
     case "$1" in
         --threads) threads=$2; shift 2 ;;
         --prefill) prefill=$2; shift 2 ;;
         --decode) decode=$2; shift 2 ;;
         --types) types=$2; shift 2 ;;
-        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"]" >&2; exit 2 ;;
+        --shape) shape=$2; shift 2 ;;
+        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"] [--shape qwen2|qwen3moe]" >&2; exit 2 ;;
     esac
 done
 out=$root/bench/out
@@ -31,6 +38,14 @@ cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-bench -j2 --target typellm >/dev/null
 tl=$root/build-bench/typellm
 
+if [ "$shape" = qwen3moe ]; then
+    name=qwen3moe-1.8b title="Qwen3-MoE-shaped model (1.8 B total, 0.44 B active: 8 of 64 experts)"
+    f32=$out/bench-qwen3moe-1.8b-f16.gguf
+    [ -f "$f32" ] || /usr/bin/python3 ../shared/tools/mkmodel.py --vocab ../shared/fixtures/vocab/ggml-vocab-qwen3.gguf \
+        --arch qwen3moe --dim 1024 --layers 20 --heads 16 --kv-heads 2 --head-dim 128 --ff 3072 --experts 64 \
+        --experts-used 8 --expert-ff 384 --tied --rope-base 1000000 --seed 31 --f16 --out "$f32"
+else
+name=qwen2-0.5b title="Qwen2.5-0.5B-shaped model"
 f32=$out/bench-qwen2-0.5b-f32.gguf
 [ -f "$f32" ] || [ ! -f /tmp/bench-qwen2-0.5b-f32.gguf ] || f32=/tmp/bench-qwen2-0.5b-f32.gguf
 if [ ! -f "$f32" ]; then
@@ -39,8 +54,9 @@ if [ ! -f "$f32" ]; then
         --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ff 4864 --tied \
         --rope-base 1000000 --seed 21 --out "$f32"
 fi
+fi
 for t in $types; do
-    m=$out/qwen2-0.5b-$t.gguf
+    m=$out/$name-$t.gguf
     [ -f "$m" ] || { echo "== quantize $t" >&2; "$tl" quantize "$f32" "$m" "$t" --threads "$threads"; }
 done
 
@@ -52,7 +68,7 @@ fi
 results=$out/compare-$(date +%Y%m%d-%H%M%S).jsonl
 : >"$results"
 for t in $types; do
-    m=$out/qwen2-0.5b-$t.gguf
+    m=$out/$name-$t.gguf
     echo "== typellm bench $t" >&2
     "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
         sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
@@ -63,7 +79,7 @@ done
 
 # table: pick prefill/decode tok/s from each side (typellm bench's keys may be
 # pp_tok_s/tg_tok_s or prefill_tok_s/decode_tok_s)
-python3 - "$results" "$prefill" "$threads" <<'EOF'
+python3 - "$results" "$prefill" "$threads" "$title" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
 def pick(d, *keys):
@@ -74,7 +90,7 @@ def pick(d, *keys):
             r = pick(v, *keys)
             if r is not None: return r
     return None
-print(f"\nQwen2.5-0.5B-shaped model, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens\n")
+print(f"\n{sys.argv[4]}, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens\n")
 print("| weights | typellm prefill tok/s | llama.cpp prefill tok/s | ratio | typellm decode tok/s | llama.cpp decode tok/s | ratio |")
 print("|---|---:|---:|---:|---:|---:|---:|")
 for t in dict.fromkeys(r["weights"] for r in rows):

@@ -3,7 +3,7 @@
 # and builds it into build/. Idempotent: safe to run again.
 #   scripts/setup.sh          what building and running typellm needs (the main job)
 #   scripts/setup.sh --test   also what the test suite needs: clang (fuzzing), python3
-#                             with numpy, curl, Node.js/npm (SDK tests); scripts/test.sh
+#                             with numpy and jsonschema, curl, Node.js/npm (SDK tests); scripts/test.sh
 #                             passes it
 #   scripts/setup.sh --bench  also the load-test tools of bench/ (wrk, valgrind)
 set -euo pipefail
@@ -13,7 +13,7 @@ PKGS=(build-essential cmake pkg-config
       libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) PKGS+=(clang libclang-rt-14-dev python3 python3-numpy curl nodejs npm) ;;
+    --test) PKGS+=(clang libclang-rt-14-dev python3 python3-numpy python3-jsonschema curl nodejs npm) ;;
     --bench) PKGS+=(wrk valgrind curl) ;;
     *) echo "setup: unknown option '$arg' (use --test or --bench)" >&2; exit 2 ;;
   esac

@@ -31,6 +31,7 @@ extern "C" {
 typedef struct tl_schema tl_schema;     /* a parsed, validated decision schema */
 typedef struct tl_decision tl_decision; /* the result of one tl_decide */
 typedef struct tl_value tl_value;       /* a JSON value owned by a tl_decision */
+struct tl_decide_opts;
 
 /* ---- schemas ------------------------------------------------------------- */
 
@@ -40,6 +41,10 @@ typedef struct tl_value tl_value;       /* a JSON value owned by a tl_decision *
  * Errors: TL_ERR_SCHEMA with "line:column: invalid JSON: ..." for bad JSON or
  * the JSON path (/properties/NAME/...) and why for a bad schema. */
 TL_API tl_status tl_schema_parse(const char *json, size_t len, tl_schema **out, tl_error *err);
+/* The same, validated under opts' lenient / strict (opts may be NULL); decide
+ * it with the same opts. */
+TL_API tl_status tl_schema_parse_opts(const char *json, size_t len, const struct tl_decide_opts *opts, tl_schema **out,
+                                      tl_error *err);
 TL_API void tl_schema_free(tl_schema *s);
 /* Number of fields (top-level properties). */
 TL_API size_t tl_schema_n_fields(const tl_schema *s);
@@ -54,6 +59,9 @@ typedef struct tl_decide_opts {
     uint64_t seed;             /* sampling seed (used only when temperature > 0) */
     double threshold;          /* 0 = none; a chosen value with probability below it is abstained */
     bool trace;                /* the JSON gets a per-field "trace" (token ids sent, position scored) */
+    bool lenient;              /* unknown / unhonourable schema keywords are warnings ("warnings" in the JSON) */
+    bool strict;               /* refuse free text: strings without enum are schema errors (as "x-strict": true) */
+    bool partial;              /* a run that outgrows the context returns the fields decided before it */
 } tl_decide_opts;
 
 /* Decides every field of schema over context[0..context_len) on backend b.

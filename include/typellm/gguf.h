@@ -43,6 +43,7 @@ typedef enum tl_ggml_type {
     TL_TYPE_I64 = 27,
     TL_TYPE_F64 = 28,
     TL_TYPE_BF16 = 30,
+    TL_TYPE_MXFP4 = 39,
     TL_TYPE_COUNT = 40
 } tl_ggml_type;
 

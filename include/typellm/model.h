@@ -36,6 +36,10 @@ TL_API tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
  * with SIGBUS on the next forward pass; replacing it by rename is safe). */
 enum { TL_MODEL_NO_MMAP = 1 };
 TL_API tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err);
+/* Same over a caller-owned buffer that outlives the model (the fuzzer's);
+ * name stands for the path in messages. */
+TL_API tl_status tl_model_load_memory(const void *data, size_t len, const char *name, tl_model **out,
+                                      tl_error *err);
 TL_API void tl_model_free(tl_model *m);
 
 TL_API const tl_vocab *tl_model_vocab(const tl_model *m);

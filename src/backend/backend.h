@@ -58,6 +58,7 @@ struct tl_backend {
      * decision layer refuses instead of silently changing the style. */
     bool template_from_caller;
     tl_backend_requests requests; /* remote backends: updated under their own lock */
+    int32_t n_ctx;              /* the longest sequence it accepts; 0: unknown */
     void *impl;
 };
 

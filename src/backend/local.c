@@ -101,6 +101,7 @@ tl_status tl_backend_local_new(const tl_model *m, const tl_session_params *param
     b->n_vocab = tl_model_n_vocab(m);
     b->model_name = tl_model_name(m);
     b->chat_template = tl_vocab_chat_template(b->vocab);
+    b->n_ctx = params && params->n_ctx ? params->n_ctx : tl_model_n_ctx_train(m);
     *out = b;
     return TL_OK;
 }

@@ -34,13 +34,13 @@ static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *
     return tl_backend_sglang_new(&p, b, err);
 }
 
-static tl_status load_schema(const char *path, tl_schema **out, tl_error *err) {
+static tl_status load_schema(const char *path, const tl_decide_opts *opts, tl_schema **out, tl_error *err) {
     char *data;
     size_t len;
     tl_status st = tl_read_file(path, MAX_SCHEMA_BYTES, &data, &len, err);
     if (st)
         return st;
-    st = tl_schema_parse(data, len, out, err);
+    st = tl_schema_parse_opts(data, len, opts, out, err);
     tl_free(data);
     if (st == TL_ERR_SCHEMA && strstr(err->msg, ": invalid JSON: ")) {
         char msg[sizeof err->msg];
@@ -80,6 +80,11 @@ int tl_cmd_decide(int argc, char **argv) {
         TL_OPT_CTX(&a.n_ctx),
         {0, "trace", TL_OPT_FLAG, &a.opts.trace, .help = "per field: the exact token ids sent and the position scored"},
         {0, "values-only", TL_OPT_FLAG, &a.values_only, .help = "print only {\"field\": value, ...}"},
+        {0, "lenient", TL_OPT_FLAG, &a.opts.lenient,
+         .help = "unknown or unhonourable schema keywords are warnings, not errors"},
+        {0, "strict", TL_OPT_FLAG, &a.opts.strict, .help = "refuse free text (strings without enum), as \"x-strict\": true"},
+        {0, "partial", TL_OPT_FLAG, &a.opts.partial,
+         .help = "when the prompt outgrows the context, return the fields decided before it"},
         TL_OPT_NO_MMAP(&a.no_mmap),
         {0, "server", TL_OPT_STR, &a.server, .metavar = "URL",
          .help = "decide on an SGLang server (or typellm serve) instead of a local model"},
@@ -128,7 +133,7 @@ int tl_cmd_decide(int argc, char **argv) {
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
-    tl_status st = load_schema(a.schema_path, &schema, &err);
+    tl_status st = load_schema(a.schema_path, &a.opts, &schema, &err);
     if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);

@@ -239,6 +239,61 @@ bool tl_freetext_escape(tl_strbuf *out, const char *s, size_t len);
 size_t tl_freetext_unescape(const char *raw, size_t n, const char *terminator, bool json_escapes, tl_strbuf *value,
                             bool *closed);
 
+/* ===== patterned strings (pattern.c) ====================================
+ * A JSON Schema `pattern` (ECMA/PCRE subset: literals, ., classes, \d \w \s
+ * and their negations, groups, |, * + ? {n,m}, ^ and $ at the ends of
+ * top-level alternatives; an unanchored end continues with any text, an
+ * unanchored start is generated as if anchored: the value begins with the
+ * match, so it matches under search semantics) compiled to a DFA
+ * over code points. TL_ERR_UNSUPPORTED with the byte offset for what it does
+ * not read (backreferences, lookaround, \b, flags). Generated values are
+ * JSON string bodies written literally: never '"', '\\', control characters
+ * or surrogates. */
+typedef struct tl_pattern tl_pattern;
+tl_status tl_pattern_compile(const char *src, size_t len, tl_pattern **out, tl_error *err);
+void tl_pattern_free(tl_pattern *p);
+/* Whether s is a value typellm may generate: it begins with a match (and
+ * ends with one where the pattern says `$`), within the literal-safe
+ * characters. Every such value matches the pattern under search semantics. */
+bool tl_pattern_matches(const tl_pattern *p, const char *s, size_t len);
+/* Some matching value has min_len..max_len code points. */
+bool tl_pattern_viable_length(tl_pattern *p, size_t min_len, size_t max_len);
+int32_t tl_pattern_start(const tl_pattern *p);
+int32_t tl_pattern_step(const tl_pattern *p, int32_t state, uint32_t cp); /* -1: dead */
+bool tl_pattern_accepting(const tl_pattern *p, int32_t state);
+
+/* The token-level automaton of one string value: the body of a JSON string
+ * literal whose opening quote is already written, closed by a token ending
+ * in '"' (the quote must be the token's last byte). A token is allowed only
+ * if the text stays a prefix of a value of min_len..max_len code points that
+ * matches the pattern (NULL: any text). Remote backends that only score
+ * candidate tokens use tl_string_automaton_allowed as the mask. */
+typedef struct tl_string_automaton tl_string_automaton;
+tl_status tl_string_automaton_new(const tl_number_index *idx, const char *pattern, size_t min_len, size_t max_len,
+                                  tl_string_automaton **out, tl_error *err);
+void tl_string_automaton_free(tl_string_automaton *a);
+void tl_string_automaton_reset(tl_string_automaton *a);
+size_t tl_string_automaton_allowed(const tl_string_automaton *a, int32_t *out);
+tl_status tl_string_automaton_accept(tl_string_automaton *a, int32_t id, tl_error *err);
+bool tl_string_automaton_done(const tl_string_automaton *a);
+const char *tl_string_automaton_text(const tl_string_automaton *a, size_t *len); /* the value so far, no quote */
+size_t tl_string_automaton_chars(const tl_string_automaton *a);
+
+typedef struct tl_string_result {
+    char *value;          /* the value (valid UTF-8, no quotes) */
+    size_t value_len, n_chars;
+    int32_t *ids;         /* generated tokens, the closing one included */
+    size_t n_ids;
+    double sum_logprob_full, sum_logprob_allowed;
+    tl_usage usage;
+} tl_string_result;
+
+/* Generates one string value after ids[0..n) (which end with the opening quote). */
+tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const char *pattern, size_t min_len,
+                             size_t max_len, const int32_t *ids, size_t n, const tl_sample_params *sp,
+                             tl_string_result *out, tl_error *err);
+void tl_string_result_free(tl_string_result *r);
+
 /* ===== regexes for remote engines ======================================= */
 
 /* SGLang-compatible (Python re / outlines syntax) regexes, optionally led by

@@ -43,6 +43,9 @@ typedef struct field_outcome {
     size_t open_chars;  /* code points */
     size_t open_tokens;
     bool open_closed;   /* ended by the closing quote / end of turn, not a limit */
+    bool constant;      /* const: known without asking */
+    bool selected;      /* multi-label value: in the chosen set (after minItems/maxItems) */
+    bool undecided;     /* --partial: not reached before the context ran out */
 } field_outcome;
 
 typedef struct decide_run {
@@ -55,6 +58,7 @@ typedef struct decide_run {
     tl_usage usage;
     tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
     tl_backend_requests req0;      /* the backend's request counters when the run began */
+    bool partial;                  /* --partial: some fields were not reached */
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
@@ -324,6 +328,66 @@ static tl_status generate_number(decide_run *r, const tl_idseq *seq, size_t fi, 
     return o->num_text ? TL_OK : nomem(err);
 }
 
+/* Generates field fi's string after the question in seq: the opening quote
+ * (chat style; record style's question already ends at answer="), then the
+ * body under the string automaton (pattern, minLength/maxLength) up to the
+ * closing quote. */
+static tl_status generate_string(decide_run *r, const tl_idseq *seq, size_t fi, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    field_outcome *o = &r->out[fi];
+    tl_idseq s2 = {0};
+    tl_strbuf lead = TL_STRBUF_INIT;
+    tl_status st = tl_idseq_copy(&s2, seq, err);
+    if (!st && !tl_render_string_lead_text(&r->render, &lead))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, &s2, lead.buf, lead.len, false, err);
+    tl_sample_params sp = {.temperature = r->opts->temperature,
+                           .seed = r->opts->seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(fi + 1)),
+                           .max_tokens = f->max_tokens};
+    tl_string_result sr;
+    memset(&sr, 0, sizeof sr);
+    if (!st && (st = tl_string_generate(r->b, r->number_index, f->pattern, f->min_length, f->max_length, s2.ids, s2.n,
+                                        &sp, &sr, err)))
+        tl_error_wrap(err, "decide: %s", f->path);
+    if (!st) {
+        tl_usage_add(&r->usage, &sr.usage);
+        o->num_text = strdup(sr.value);
+        o->num_prob = exp(sr.sum_logprob_allowed);
+        o->num_logprob = sr.sum_logprob_full;
+        o->num_tokens = sr.n_ids;
+        o->open_chars = sr.n_chars;
+        if (!o->num_text)
+            st = nomem(err);
+    }
+    tl_string_result_free(&sr);
+    tl_strbuf_free(&lead);
+    tl_idseq_free(&s2);
+    return st;
+}
+
+/* The generated string written back: the quote, the value, the closing quote
+ * and the record or turn closed. */
+static tl_status append_string_answer(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    const char *text = r->out[fi].num_text;
+    tl_strbuf a = TL_STRBUF_INIT;
+    size_t body = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_string_lead_text(&r->render, &a))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, seq, a.buf, a.len, false, err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, seq, text, strlen(text), false, err);
+    tl_strbuf_clear(&a);
+    if (!st && !tl_render_string_answer_text(&r->render, &a, &body))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, a.buf, a.len, body, err);
+    tl_strbuf_free(&a);
+    return st;
+}
+
 /* The generated number written back: its text, then the record or turn closed. */
 static tl_status append_number_answer(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
     const char *text = r->out[fi].num_text;
@@ -380,7 +444,11 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
         field_outcome *o = &r->out[fi];
-        if (tl_dfield_generated(&r->schema->fields[fi])) {
+        if (r->schema->fields[fi].kind == TL_DFIELD_STRING) {
+            st = generate_string(r, &branches[j], fi, err);
+            o->decided = true;
+            o->abstained = !st && r->opts->threshold > 0 && o->num_prob < r->opts->threshold;
+        } else if (tl_dfield_generated(&r->schema->fields[fi])) {
             st = generate_number(r, &branches[j], fi, err);
             o->decided = true;
             o->abstained = !st && r->opts->threshold > 0 && o->num_prob < r->opts->threshold;
@@ -431,7 +499,8 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             st = append_question(r, base, fi, err);
         }
         if (!st)
-            st = tl_dfield_generated(&r->schema->fields[fi]) ? append_number_answer(r, base, fi, err)
+            st = r->schema->fields[fi].kind == TL_DFIELD_STRING ? append_string_answer(r, base, fi, err)
+                 : tl_dfield_generated(&r->schema->fields[fi]) ? append_number_answer(r, base, fi, err)
                  : r->out[fi].open_picked                    ? append_open_answer(r, base, fi, err)
                                                              : append_answer(r, base, fi, r->out[fi].chosen, err);
         if (!st && r->out[fi].open_picked)
@@ -444,21 +513,109 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
     return st;
 }
 
+/* ---- the context ---------------------------------------------------------- */
+
+static tl_status text_tokens(decide_run *r, const char *text, size_t len, size_t *n, tl_error *err) {
+    int32_t *ids = NULL;
+    tl_status st = tl_backend_tokenize(r->b, text, len, false, false, &ids, n, err);
+    free(ids);
+    return st;
+}
+
+/* A lower bound of the tokens field fi adds to the prompt when answered
+ * (question, label or value, answer framing), and of its question alone. */
+static tl_status field_tokens(decide_run *r, size_t fi, size_t *question, size_t *answered, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    tl_strbuf q = TL_STRBUF_INIT, a = TL_STRBUF_INIT;
+    size_t body = 0, nq = 0, na = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_question_text(&r->render, f, r->labels.text, &q, &body))
+        st = nomem(err);
+    if (!st)
+        st = text_tokens(r, q.buf, q.len, &nq, err);
+    if (!st && !tl_dfield_generated(f)) {
+        size_t shortest = SIZE_MAX;
+        for (size_t i = 0; i < f->n_values && !st; i++) {
+            tl_strbuf_clear(&a);
+            size_t n = 0;
+            if (!tl_render_answer_text(&r->render, f, i, &a, &body))
+                st = nomem(err);
+            if (!st)
+                st = text_tokens(r, a.buf, a.len, &n, err);
+            if (n < shortest)
+                shortest = n;
+        }
+        na = 1 + (shortest == SIZE_MAX ? 0 : shortest);
+    } else {
+        na = 1 + (f->kind == TL_DFIELD_STRING ? f->min_length / 4 : 0);
+    }
+    tl_strbuf_free(&q);
+    tl_strbuf_free(&a);
+    /* pieces are tokenized after a tail: a boundary may merge a token or two */
+    *question = nq > 2 ? nq - 2 : 0;
+    *answered = *question + (na > 1 ? na - 1 : 0);
+    return st;
+}
+
+/* Before any model work: the first wave whose prompt must pass the context
+ * (*wave = n_waves when every wave fits). */
+static tl_status check_context(decide_run *r, const tl_idseq *base, const tl_dplan *plan, size_t *wave,
+                               size_t *field, size_t *need, tl_error *err) {
+    *wave = plan->n_waves;
+    if (!r->b->n_ctx)
+        return TL_OK;
+    size_t len = base->n;
+    for (size_t w = 0; w < plan->n_waves; w++) {
+        size_t grow_by = 0;
+        for (size_t j = plan->wave_start[w]; j < plan->wave_start[w + 1]; j++) {
+            size_t fi = plan->order[j], q = 0, a = 0;
+            tl_status st = field_tokens(r, fi, &q, &a, err);
+            if (st)
+                return st;
+            if (len + q + 1 > (size_t)r->b->n_ctx) {
+                *wave = w;
+                *field = fi;
+                *need = len + q + 1;
+                return TL_OK;
+            }
+            grow_by += a;
+        }
+        len += grow_by;
+    }
+    return TL_OK;
+}
+
+static void mark_undecided(decide_run *r, const tl_dplan *plan, size_t from_wave) {
+    for (size_t j = plan->wave_start[from_wave]; j < plan->n_order; j++) {
+        field_outcome *o = &r->out[plan->order[j]];
+        o->undecided = true;
+        o->decided = false;
+    }
+}
+
 /* ---- result -------------------------------------------------------------- */
 
 static json_t *field_json(const decide_run *r, size_t fi) {
     const tl_dfield *f = &r->schema->fields[fi];
     const field_outcome *o = &r->out[fi];
-    bool has_value = (o->decided || o->given) && !o->abstained;
+    bool has_value = (o->decided || o->given || o->constant) && !o->abstained;
     json_t *fj = json_object();
     json_t *probs = json_object(), *cands = json_array();
     if (!fj || !probs || !cands) {
         json_decref(fj), json_decref(probs), json_decref(cands);
         return NULL;
     }
+    if (f->skip || o->undecided) {
+        json_decref(probs), json_decref(cands);
+        json_object_set_new(fj, "value", json_null());
+        json_object_set_new(fj, f->skip ? "skipped" : "undecided", json_true());
+        return fj;
+    }
     if (tl_dfield_generated(f)) {
         json_decref(probs), json_decref(cands);
+        bool str = f->kind == TL_DFIELD_STRING;
         json_object_set_new(fj, "value", !has_value ? json_null()
+                                         : str ? json_string(o->num_text ? o->num_text : "")
                                          : o->num.is_integer ? json_integer((json_int_t)o->num.ival)
                                                              : json_real(o->num.dval));
         json_object_set_new(fj, "label", json_null());
@@ -467,16 +624,23 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         json_object_set_new(fj, "probability", isfinite(o->num_prob) ? json_real(o->num_prob) : json_null());
         json_object_set_new(fj, "logprob", isfinite(o->num_logprob) ? json_real(o->num_logprob) : json_null());
         json_object_set_new(fj, "tokens", json_integer((json_int_t)o->num_tokens));
+        if (str)
+            json_object_set_new(fj, "characters", json_integer((json_int_t)o->open_chars));
         json_object_set_new(fj, "abstained", json_boolean(o->abstained));
         if (o->trace)
             json_object_set(fj, "trace", o->trace);
         return fj;
     }
     bool open_value = has_value && o->open_picked;
+    bool absent = has_value && !open_value && o->chosen == f->absent;
     json_object_set_new(fj, "value", open_value ? json_string(o->open_text)
-                                     : has_value ? json_incref(f->values[o->chosen])
-                                                 : json_null());
-    json_object_set_new(fj, "label", has_value ? json_string(r->labels.text[o->chosen]) : json_null());
+                                     : has_value && !absent ? json_incref(f->values[o->chosen])
+                                                            : json_null());
+    json_object_set_new(fj, "label", has_value && !o->constant ? json_string(r->labels.text[o->chosen]) : json_null());
+    if (f->absent != SIZE_MAX)
+        json_object_set_new(fj, "absent", json_boolean(absent));
+    if (o->constant)
+        json_object_set_new(fj, "constant", json_true());
     if (f->open) {
         json_object_set_new(fj, "open", json_boolean(open_value));
         if (open_value) {
@@ -487,10 +651,14 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         }
     }
     for (size_t i = 0; i < f->n_values; i++) {
-        double p = o->given ? (i == o->chosen ? 1.0 : 0.0) : o->probs[i];
+        double p = o->given || o->constant ? (i == o->chosen ? 1.0 : 0.0) : o->probs[i];
         json_object_set_new(probs, f->value_keys[i], json_real(p));
+        if (o->constant)
+            continue;
         json_t *c = json_pack("{s:O, s:s, s:i}", "value", f->values[i], "label", r->labels.text[i], "token",
                               (int)r->labels.id[i]);
+        if (c && i == f->absent)
+            json_object_set_new(c, "absent", json_true());
         if (c && o->decided)
             json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
         json_array_append_new(cands, c);
@@ -521,6 +689,91 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     return fj;
 }
 
+/* Multi-label arrays: each value's yes/no decision is independent, so the
+ * most probable set is every value whose "true" is more probable (the
+ * values chosen as true); minItems / maxItems then add the most probable
+ * missing values or drop the least probable chosen ones. */
+static void choose_groups(decide_run *r) {
+    for (size_t gi = 0; gi < r->schema->n_groups; gi++) {
+        const tl_dgroup *g = &r->schema->groups[gi];
+        if (g->skip)
+            continue;
+        size_t count = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            field_outcome *o = &r->out[g->first + i];
+            o->selected = (o->decided || o->given) && !o->abstained && o->chosen == 0;
+            count += o->selected;
+        }
+        while (count < g->min_items || count > g->max_items) {
+            bool add = count < g->min_items;
+            size_t best = SIZE_MAX;
+            double bp = 0;
+            for (size_t i = 0; i < g->n; i++) {
+                const field_outcome *o = &r->out[g->first + i];
+                if (o->selected == add)
+                    continue;
+                double p = o->given ? (o->chosen == 0) : o->decided ? o->probs[0] : 0;
+                if (best == SIZE_MAX || (add ? p > bp : p < bp))
+                    best = i, bp = p;
+            }
+            if (best == SIZE_MAX)
+                break;
+            r->out[g->first + best].selected = add;
+            count += add ? 1 : (size_t)-1;
+        }
+    }
+}
+
+static json_t *group_json(const decide_run *r, size_t gi) {
+    const tl_dgroup *g = &r->schema->groups[gi];
+    json_t *gj = json_object(), *value = json_array(), *probs = json_object(), *items = json_array();
+    if (!gj || !value || !probs || !items) {
+        json_decref(gj), json_decref(value), json_decref(probs), json_decref(items);
+        return NULL;
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        const field_outcome *o = &r->out[g->first + i];
+        double p = o->given ? (o->chosen == 0) : o->decided ? o->probs[0] : 0;
+        if (o->selected)
+            json_array_append(value, g->values[i]);
+        json_object_set_new(probs, g->value_keys[i], json_real(p));
+        json_t *it = json_pack("{s:O, s:f, s:b, s:s, s:s, s:i, s:i}", "value", g->values[i], "probability", p,
+                               "selected", (int)o->selected, "label_true", r->labels.text[0], "label_false",
+                               r->labels.text[1], "token_true", (int)r->labels.id[0], "token_false",
+                               (int)r->labels.id[1]);
+        if (it && o->decided)
+            json_object_set_new(it, "logprobs", json_pack("{s:f, s:f}", "true", o->logprobs[0], "false", o->logprobs[1]));
+        if (it && o->trace)
+            json_object_set(it, "trace", o->trace);
+        json_array_append_new(items, it);
+    }
+    json_object_set_new(gj, "value", g->skip ? json_null() : value);
+    if (g->skip) {
+        json_decref(value);
+        json_object_set_new(gj, "skipped", json_true());
+    }
+    json_object_set_new(gj, "probabilities", probs);
+    json_object_set_new(gj, "items", items);
+    json_object_set_new(gj, "min_items", json_integer((json_int_t)g->min_items));
+    json_object_set_new(gj, "max_items", json_integer((json_int_t)g->max_items));
+    return gj;
+}
+
+/* The object at segs[0..n) under root, created on the way. */
+static json_t *object_at(json_t *root, char *const *segs, size_t n) {
+    json_t *cur = root;
+    for (size_t i = 0; cur && i < n; i++) {
+        json_t *next = json_object_get(cur, segs[i]);
+        if (!json_is_object(next)) {
+            next = json_object();
+            if (!next || json_object_set_new(cur, segs[i], next))
+                return NULL;
+        }
+        cur = next;
+    }
+    return cur;
+}
+
 static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepare, double t_score, double t_total,
                               json_t **result, tl_error *err) {
     json_t *res = json_object(), *values = json_object(), *fields = json_object();
@@ -528,18 +781,60 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
         json_decref(res), json_decref(values), json_decref(fields);
         return nomem(err);
     }
-    for (size_t fi = 0; fi < r->schema->n_fields; fi++) {
-        const tl_dfield *f = &r->schema->fields[fi];
-        json_t *fj = field_json(r, fi);
-        if (!fj) {
-            json_decref(res), json_decref(values), json_decref(fields);
-            return nomem(err);
+    const tl_dschema *s = r->schema;
+    bool ok = true;
+    for (size_t ni = 0; ni < s->n_nodes && ok; ni++) {
+        const tl_dnode *nd = &s->nodes[ni];
+        if (nd->kind == TL_DNODE_OBJECT) {
+            const tl_dobject *ob = &s->objects[nd->index];
+            if (!ob->skip)
+                ok = object_at(values, ob->segs, ob->n_segs) != NULL;
+            continue;
         }
-        json_object_set(values, f->key, json_object_get(fj, "value"));
-        json_object_set_new(fields, f->key, fj);
+        bool group = nd->kind == TL_DNODE_GROUP;
+        const char *key = group ? s->groups[nd->index].key : s->fields[nd->index].key;
+        json_t *fj = group ? group_json(r, nd->index) : field_json(r, nd->index);
+        if (!fj) {
+            ok = false;
+            break;
+        }
+        bool skip = group ? s->groups[nd->index].skip : s->fields[nd->index].skip;
+        if (!group && r->out[nd->index].undecided)
+            skip = true;
+        if (group)
+            for (size_t i = 0; i < s->groups[nd->index].n; i++)
+                skip |= r->out[s->groups[nd->index].first + i].undecided;
+        if (skip && json_is_object(fj) && !json_object_get(fj, "skipped"))
+            json_object_set_new(fj, "undecided", json_true());
+        bool absent = !group && json_is_true(json_object_get(fj, "absent"));
+        if (!skip && !absent) {
+            char *const *segs = group ? s->groups[nd->index].segs : s->fields[nd->index].segs;
+            size_t n_segs = group ? s->groups[nd->index].n_segs : s->fields[nd->index].n_segs;
+            json_t *parent = object_at(values, segs, n_segs - 1);
+            ok = parent && !json_object_set(parent, segs[n_segs - 1], json_object_get(fj, "value"));
+        }
+        json_object_set_new(fields, key, fj);
+    }
+    if (!ok) {
+        json_decref(res), json_decref(values), json_decref(fields);
+        return nomem(err);
     }
     json_object_set_new(res, "values", values);
     json_object_set_new(res, "fields", fields);
+    if (r->partial) {
+        json_t *und = json_array();
+        for (size_t fi = 0; und && fi < s->n_fields; fi++)
+            if (r->out[fi].undecided)
+                json_array_append_new(und, json_string(s->fields[fi].key));
+        json_object_set_new(res, "partial", json_true());
+        json_object_set_new(res, "undecided", und);
+    }
+    if (s->n_warnings) {
+        json_t *wa = json_array();
+        for (size_t i = 0; wa && i < s->n_warnings; i++)
+            json_array_append_new(wa, json_string(s->warnings[i]));
+        json_object_set_new(res, "warnings", wa);
+    }
     json_object_set_new(res, "usage",
                         json_pack("{s:I, s:I, s:I, s:I}", "prompt_tokens", (json_int_t)r->usage.prompt_tokens,
                                   "cached_tokens", (json_int_t)r->usage.cached_tokens, "computed_tokens",
@@ -619,8 +914,9 @@ static tl_status apply_given(decide_run *r, const json_t *given, bool *done, siz
         if (fi < 0)
             return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: no such field", key);
         if (tl_dfield_generated(&r->schema->fields[fi]))
-            return tl_error_set(err, TL_ERR_UNSUPPORTED, "decide: given/%s: generated number fields cannot be given",
-                                key);
+            return tl_error_set(err, TL_ERR_UNSUPPORTED, "decide: given/%s: generated fields cannot be given", key);
+        if (r->schema->fields[fi].skip)
+            return tl_error_set(err, TL_ERR_INVALID, "decide: given/%s: the field is skipped (x-optional)", key);
         const tl_dfield *f = &r->schema->fields[fi];
         long vi = tl_dfield_value_index(f, v);
         if (vi < 0 && f->open && json_is_string(v)) {
@@ -675,11 +971,20 @@ static tl_status check_opts(const tl_decide_opts *o, tl_error *err) {
 
 /* ---- entry points -------------------------------------------------------- */
 
-tl_status tl_decide_check_schema(const json_t *schema, tl_error *err) {
+static tl_dschema_opts schema_opts(const tl_decide_opts *o) {
+    return (tl_dschema_opts){.lenient = o && o->lenient, .strict = o && o->strict};
+}
+
+tl_status tl_decide_check_schema_opts(const json_t *schema, const tl_decide_opts *opts, tl_error *err) {
     tl_dschema *s = NULL;
-    tl_status st = tl_dschema_parse(schema, &s, err);
+    tl_dschema_opts so = schema_opts(opts);
+    tl_status st = tl_dschema_parse_opts(schema, &so, &s, err);
     tl_dschema_free(s);
     return st;
+}
+
+tl_status tl_decide_check_schema(const json_t *schema, tl_error *err) {
+    return tl_decide_check_schema_opts(schema, NULL, err);
 }
 
 tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, const json_t *schema,
@@ -714,7 +1019,8 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
     size_t *given_order = NULL, n_given = 0;
     double t_score = 0, t_prepare = 0;
 
-    if ((st = tl_dschema_parse(schema, &r->schema, err)) || (st = choose_style(b, opts, &r->render, err)))
+    tl_dschema_opts so = schema_opts(opts);
+    if ((st = tl_dschema_parse_opts(schema, &so, &r->schema, err)) || (st = choose_style(b, opts, &r->render, err)))
         goto out;
     size_t n = r->schema->n_fields;
     r->out = calloc(n, sizeof *r->out);
@@ -738,7 +1044,22 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
         any_numbers |= tl_dfield_generated(&r->schema->fields[i]);
     if (any_numbers && b->vocab && (st = tl_number_index_new(b->vocab, &r->number_index, err)))
         goto out;
-    if ((st = apply_given(r, given, done, given_order, &n_given, err)) || (st = fill_labels(r, err)) ||
+    if ((st = apply_given(r, given, done, given_order, &n_given, err)))
+        goto out;
+    /* const fields are known and skipped ones never asked: neither is planned */
+    for (size_t i = 0; i < n; i++) {
+        const tl_dfield *f = &r->schema->fields[i];
+        if (done[i])
+            continue;
+        if (f->skip) {
+            done[i] = true;
+        } else if (f->constant) {
+            done[i] = true;
+            r->out[i].constant = true;
+            r->out[i].chosen = 0;
+        }
+    }
+    if ((st = fill_labels(r, err)) ||
         (st = tl_dplan_make(r->schema, mode, done, &plan, err)) ||
         (st = tl_render_begin(b, &r->render, r->schema, context ? context : "", context_len, &base, err)))
         goto out;
@@ -751,15 +1072,48 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
         if (!st && r->out[fi].open_picked)
             st = grow_domains(r, fi, err);
     }
+    size_t last_wave = plan.n_waves, over_field = 0, over_need = 0;
+    if (!st)
+        st = check_context(r, &base, &plan, &last_wave, &over_field, &over_need, err);
+    if (!st && last_wave < plan.n_waves && !opts->partial)
+        st = last_wave == 0
+                 ? tl_error_set(err, TL_ERR_LIMIT,
+                                "decide: %s: the context and this field's question reach at least %zu tokens, past "
+                                "the context length of %d: shorten the context or use a model with a longer context",
+                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx)
+                 : tl_error_set(err, TL_ERR_LIMIT,
+                                "decide: %s: the prompt reaches at least %zu tokens at this field, past the context "
+                                "length %d (%s mode keeps every earlier answer in the prompt): decide the independent "
+                                "fields together (--mode batch, or depends_on in auto mode), use a model with a "
+                                "longer context, or pass --partial for the fields decided before it",
+                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx, tl_dmode_name(mode));
     t_prepare = tl_now_s() - t0;
+    bool partial = false;
     for (size_t w = 0; w < plan.n_waves && !st; w++) {
+        if (w >= last_wave) {
+            mark_undecided(r, &plan, w);
+            partial = true;
+            break;
+        }
         double ts = tl_now_s();
         st = run_wave(r, &base, plan.order + plan.wave_start[w], plan.wave_start[w + 1] - plan.wave_start[w], w, err);
         t_score += tl_now_s() - ts;
+        if (st == TL_ERR_LIMIT && opts->partial) {
+            /* a generated answer ran the prompt past the context: keep what was decided */
+            for (size_t j = plan.wave_start[w]; j < plan.wave_start[w + 1]; j++)
+                r->out[plan.order[j]].abstained = false;
+            mark_undecided(r, &plan, w);
+            partial = true;
+            st = TL_OK;
+            break;
+        }
     }
+    r->partial = partial;
     json_t *res = NULL;
-    if (!st)
+    if (!st) {
+        choose_groups(r);
         st = build_result(r, mode, t_prepare, t_score, tl_now_s() - t0, &res, err);
+    }
     if (!st && decision)
         st = tl_decision_wrap(res, r->schema, decision, err); /* takes its own reference */
     if (!st && result)

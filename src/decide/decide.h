@@ -73,5 +73,7 @@ tl_status tl_decision_wrap(json_t *result, const struct tl_dschema *schema, tl_d
  * TL_ERR_SCHEMA errors tl_decide gives, except those that need the tokenizer
  * (labels that cannot be made single-token). */
 tl_status tl_decide_check_schema(const json_t *schema, tl_error *err);
+/* The same under opts' lenient / strict (opts may be NULL). */
+tl_status tl_decide_check_schema_opts(const json_t *schema, const tl_decide_opts *opts, tl_error *err);
 
 #endif

@@ -20,6 +20,9 @@
 #include "util/error.h"
 #include "util/json_text.h"
 
+/* Shared by any number of deciding threads: each tl_decide parses root into
+ * its own tl_dschema (which only takes references: jansson's reference
+ * counts are atomic, its lookups read-only). */
 struct tl_schema {
     json_t *root;     /* the schema document (validated) */
     size_t n_fields;
@@ -58,6 +61,11 @@ struct tl_decision {
 /* ---- schemas --------------------------------------------------------------- */
 
 tl_status tl_schema_parse(const char *json, size_t len, tl_schema **out, tl_error *err) {
+    return tl_schema_parse_opts(json, len, NULL, out, err);
+}
+
+tl_status tl_schema_parse_opts(const char *json, size_t len, const tl_decide_opts *opts, tl_schema **out,
+                               tl_error *err) {
     *out = NULL;
     if (!json && len)
         return tl_error_set(err, TL_ERR_INVALID, "schema: no text");
@@ -66,7 +74,8 @@ tl_status tl_schema_parse(const char *json, size_t len, tl_schema **out, tl_erro
     if (!root)
         return tl_error_set(err, TL_ERR_SCHEMA, "%d:%d: invalid JSON: %s", je.line, je.column, je.text);
     tl_dschema *ds = NULL;
-    tl_status st = tl_dschema_parse(root, &ds, err);
+    tl_dschema_opts so = {.lenient = opts && opts->lenient, .strict = opts && opts->strict};
+    tl_status st = tl_dschema_parse_opts(root, &so, &ds, err);
     tl_schema *s = st ? NULL : calloc(1, sizeof *s);
     if (!st && !s)
         st = tl_error_set(err, TL_ERR_NOMEM, "schema: out of memory");
@@ -127,6 +136,8 @@ static const char *field_type_name(const tl_dfield *f) {
     case TL_DFIELD_SCORE: return "score";
     case TL_DFIELD_INTEGER: return "integer";
     case TL_DFIELD_NUMBER: return "number";
+    case TL_DFIELD_UNION: return "union";
+    case TL_DFIELD_STRING: return "string";
     }
     return "unknown";
 }
@@ -163,6 +174,12 @@ static tl_status index_field(field_view *fv, const tl_dfield *f, const json_t *f
     }
     const json_t *cands = json_object_get(fj, "candidates");
     const json_t *probs = json_object_get(fj, "probabilities");
+    if (json_is_true(json_object_get(fj, "constant"))) { /* known without asking: no choices scored */
+        fv->probability = 1.0;
+        return TL_OK;
+    }
+    if (json_is_true(json_object_get(fj, "skipped")) || json_is_true(json_object_get(fj, "undecided")))
+        return TL_OK;
     fv->n_choices = tl_dfield_n_choices(f);
     if (json_array_size(cands) != fv->n_choices)
         return tl_error_set(err, TL_ERR_INTERNAL, "decision: %s: %zu candidates for %zu choices", f->path,
@@ -206,13 +223,35 @@ tl_status tl_decision_wrap(json_t *result, const tl_dschema *schema, tl_decision
         return tl_error_set(err, TL_ERR_NOMEM, "decision: out of memory");
     }
     d->root = json_incref(result);
-    d->n_fields = schema->n_fields;
     const json_t *fields = json_object_get(result, "fields");
     tl_status st = TL_OK;
-    for (size_t i = 0; i < schema->n_fields && !st; i++) {
-        const json_t *fj = json_object_get(fields, schema->fields[i].key);
-        st = fj ? index_field(&d->fields[i], &schema->fields[i], fj, err)
-                : tl_error_set(err, TL_ERR_INTERNAL, "decision: no result for %s", schema->fields[i].path);
+    /* one entry per result field: every field outside a multi-label array,
+     * and each array (its value the chosen set), in schema order */
+    for (size_t ni = 0; ni < schema->n_nodes && !st; ni++) {
+        const tl_dnode *nd = &schema->nodes[ni];
+        field_view *fv = &d->fields[d->n_fields];
+        if (nd->kind == TL_DNODE_FIELD) {
+            const tl_dfield *f = &schema->fields[nd->index];
+            const json_t *fj = json_object_get(fields, f->key);
+            st = fj ? index_field(fv, f, fj, err)
+                    : tl_error_set(err, TL_ERR_INTERNAL, "decision: no result for %s", f->path);
+            d->n_fields++;
+        } else if (nd->kind == TL_DNODE_GROUP) {
+            const tl_dgroup *g = &schema->groups[nd->index];
+            const json_t *fj = json_object_get(fields, g->key);
+            fv->key = strdup(g->key);
+            fv->path = strdup(g->path);
+            fv->name = strdup(g->key);
+            fv->kind = TL_FIELD_CHOICE;
+            fv->type = "array";
+            fv->fj = fj;
+            fv->value = json_object_get(fj, "value");
+            fv->chosen = -1;
+            fv->probability = fv->label_mass = NAN;
+            d->n_fields++;
+            if (!fv->key || !fv->path || !fv->name)
+                st = tl_error_set(err, TL_ERR_NOMEM, "decision: out of memory");
+        }
     }
     const json_t *u = json_object_get(result, "usage");
     d->usage.prompt_tokens = json_integer_value(json_object_get(u, "prompt_tokens"));

@@ -42,6 +42,9 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
         numbers |= tl_dfield_generated(&s->fields[i]);
         open |= s->fields[i].open;
     }
+    bool strings = false;
+    for (size_t i = 0; i < s->n_fields; i++)
+        strings |= s->fields[i].kind == TL_DFIELD_STRING;
     if (r->style == TL_STYLE_CHAT)
         ok &= tl_strbuf_puts(out, numbers ? "\n\nAnswer each Choice with the label of one of its choices, and each "
                                             "Number with a number."
@@ -49,6 +52,9 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
     else
         ok &= tl_strbuf_puts(out, "\n\nEach record below answers one question about the input with the label of one "
                                   "of its choices.");
+    if (strings)
+        ok &= tl_strbuf_puts(out, r->style == TL_STYLE_CHAT ? " Answer each String with a JSON string."
+                                                            : " A string answer is written as the value itself.");
     /* open fields: the open label is followed by the value itself */
     if (open)
         ok &= tl_strbuf_puts(out, r->style == TL_STYLE_CHAT
@@ -95,7 +101,8 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
     const char *indent = chat ? "  " : "";
     const char *sep = chat ? ",\n" : "\n";
     bool generated = tl_dfield_generated(f);
-    bool ok = tl_strbuf_puts(out, !chat ? "field " : generated ? "Number(\n" : "Choice(\n");
+    bool str = f->kind == TL_DFIELD_STRING;
+    bool ok = tl_strbuf_puts(out, !chat ? "field " : str ? "String(\n" : generated ? "Number(\n" : "Choice(\n");
     ok &= tl_strbuf_printf(out, "%sname=", indent);
     ok &= tl_strbuf_json_string(out, f->name, strlen(f->name));
     ok &= tl_strbuf_printf(out, "%s%squestion=", sep, indent);
@@ -103,7 +110,14 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labe
     if (generated) {
         /* e.g. type="integer in [1, 10]" */
         tl_strbuf desc = TL_STRBUF_INIT;
-        tl_number_spec_describe(&f->number, &desc);
+        if (str) {
+            /* e.g. type="string of 1 to 40 characters matching ^[A-Z]{3}$" */
+            tl_strbuf_printf(&desc, "string of %zu to %zu characters", f->min_length, f->max_length);
+            if (f->pattern)
+                tl_strbuf_printf(&desc, " matching %s", f->pattern);
+        } else {
+            tl_number_spec_describe(&f->number, &desc);
+        }
         ok &= tl_strbuf_printf(out, "%s%stype=", sep, indent);
         ok &= tl_strbuf_json_string(out, tl_strbuf_cstr(&desc), desc.len);
         tl_strbuf_free(&desc);
@@ -149,6 +163,20 @@ bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_
     bool ok = tl_strbuf_printf(out, "\nvalue=%s", f->value_json[value_idx]);
     if (body_len)
         *body_len = out->len - start;
+    return ok && tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);
+}
+
+bool tl_render_string_lead_text(const tl_render *r, tl_strbuf *out) {
+    return r->style == TL_STYLE_RECORD ? true : tl_strbuf_putc(out, '"');
+}
+
+bool tl_render_string_answer_text(const tl_render *r, tl_strbuf *out, size_t *body_len) {
+    size_t start = out->len;
+    bool ok = tl_strbuf_puts(out, r->style == TL_STYLE_RECORD ? "\"\n\n" : "\"");
+    if (body_len)
+        *body_len = out->len - start;
+    if (r->style == TL_STYLE_RECORD)
+        return ok;
     return ok && tl_strbuf_puts(out, r->chat->assistant_close) && tl_strbuf_puts(out, r->chat->user_open);
 }
 

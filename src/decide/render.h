@@ -55,6 +55,11 @@ bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_
 /* What follows a generated number's text (the number itself is the answer):
  * record: the closing quote and value=N; chat: the turn closed. */
 bool tl_render_number_answer_text(const tl_render *r, const char *number, tl_strbuf *out, size_t *body_len);
+/* Generated strings: the text before the value (chat: the opening quote;
+ * record: nothing, the question ends at answer="), and what follows the
+ * value: the closing quote and the record or turn closed. */
+bool tl_render_string_lead_text(const tl_render *r, tl_strbuf *out);
+bool tl_render_string_answer_text(const tl_render *r, tl_strbuf *out, size_t *body_len);
 /* Open fields. After the open choice's label: the lead before the written
  * value (record: `"\nvalue="`, the value then sits in a JSON string literal;
  * chat: a newline, the value then runs to the end of the assistant turn). */

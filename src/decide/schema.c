@@ -4,6 +4,8 @@
 #include "decide/schema.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,18 @@
 #include "util/strbuf.h"
 
 #define REF_MAX_DEPTH 8
+#define VIEW_MAX_LAYERS 24
+#define NEST_MAX_DEPTH 32
+#define GROUP_MAX_VALUES 255
 
 /* ---- small helpers ------------------------------------------------------- */
+
+static size_t utf8_len(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s);
@@ -64,6 +76,8 @@ static char *value_key_text(const json_t *v) {
         return dup_str(json_string_value(v));
     if (json_is_boolean(v))
         return dup_str(json_is_true(v) ? "true" : "false");
+    if (json_is_null(v))
+        return dup_str("null");
     tl_json_number_text(v, buf, sizeof buf);
     return dup_str(buf);
 }
@@ -96,10 +110,18 @@ long tl_dfield_value_index(const tl_dfield *f, const json_t *v) {
 }
 
 long tl_dschema_find(const tl_dschema *s, const char *key) {
+    if (key[0] == '/')
+        key++;
     for (size_t i = 0; i < s->n_fields; i++)
         if (!strcmp(s->fields[i].key, key))
             return (long)i;
     return -1;
+}
+
+static void free_segs(char **segs, size_t n) {
+    for (size_t i = 0; segs && i < n; i++)
+        free(segs[i]);
+    free(segs);
 }
 
 static void field_free(tl_dfield *f) {
@@ -119,6 +141,8 @@ static void field_free(tl_dfield *f) {
     free(f->value_descs);
     free(f->deps);
     free(f->open_name);
+    free_segs(f->segs, f->n_segs);
+    free(f->pattern);
 }
 
 void tl_dschema_free(tl_dschema *s) {
@@ -127,12 +151,212 @@ void tl_dschema_free(tl_dschema *s) {
     for (size_t i = 0; i < s->n_fields; i++)
         field_free(&s->fields[i]);
     free(s->fields);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        for (size_t j = 0; s->groups[i].values && j < s->groups[i].n; j++) {
+            json_decref(s->groups[i].values[j]);
+            free(s->groups[i].value_keys[j]);
+        }
+        free(s->groups[i].values);
+        free(s->groups[i].value_keys);
+        free(s->groups[i].key);
+        free(s->groups[i].path);
+        free_segs(s->groups[i].segs, s->groups[i].n_segs);
+    }
+    free(s->groups);
+    for (size_t i = 0; i < s->n_objects; i++) {
+        free(s->objects[i].path);
+        free_segs(s->objects[i].segs, s->objects[i].n_segs);
+    }
+    free(s->objects);
+    free(s->nodes);
+    for (size_t i = 0; i < s->n_warnings; i++)
+        free(s->warnings[i]);
+    free(s->warnings);
     free(s->title);
     free(s->description);
     free(s);
 }
 
-/* ---- $ref ---------------------------------------------------------------- */
+static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "schema: out of memory"); }
+
+/* ---- the parse state ----------------------------------------------------- */
+
+typedef struct walk {
+    const json_t *root;
+    tl_dschema *s;
+    tl_dschema_opts opts;
+    size_t cap_fields, cap_nodes, cap_groups, cap_objects, cap_warnings;
+    bool dup_seen;           /* field_add_value met a value already declared */
+    const json_t *cur_props; /* the properties of the object being walked (tells a later field from an unknown one) */
+    tl_error *err;
+} walk;
+
+/* A keyword typellm does not honour: an error, or with --lenient a warning
+ * (the keyword is then ignored). Returns TL_OK when only warned. */
+static tl_status refuse(walk *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tl_status refuse(walk *w, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!w->opts.lenient)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s", msg);
+    tl_dschema *s = w->s;
+    if (s->n_warnings == w->cap_warnings) {
+        size_t cap = w->cap_warnings ? 2 * w->cap_warnings : 8;
+        char **p = realloc(s->warnings, cap * sizeof *p);
+        if (!p)
+            return nomem(w->err);
+        s->warnings = p;
+        w->cap_warnings = cap;
+    }
+    if (!(s->warnings[s->n_warnings] = dup_str(msg)))
+        return nomem(w->err);
+    s->n_warnings++;
+    return TL_OK;
+}
+
+static bool grow(void **p, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap)
+        return true;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return false;
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static tl_status add_node(walk *w, tl_dnode_kind kind, size_t index) {
+    if (!grow((void **)&w->s->nodes, &w->cap_nodes, w->s->n_nodes, sizeof *w->s->nodes))
+        return nomem(w->err);
+    w->s->nodes[w->s->n_nodes++] = (tl_dnode){kind, index};
+    return TL_OK;
+}
+
+static char **segs_copy(char *const *segs, size_t n, const char *extra) {
+    char **out = calloc(n + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n + (extra != NULL); i++)
+        if (!(out[i] = dup_str(i < n ? segs[i] : extra))) {
+            free_segs(out, i);
+            return NULL;
+        }
+    return out;
+}
+
+static char *segs_join(char *const *segs, size_t n) {
+    tl_strbuf sb = TL_STRBUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        if ((i && !tl_strbuf_putc(&sb, '/')) || !tl_strbuf_puts(&sb, segs[i])) {
+            tl_strbuf_free(&sb);
+            return NULL;
+        }
+    return n ? tl_strbuf_detach(&sb) : dup_str("");
+}
+
+/* ---- keywords ------------------------------------------------------------ */
+
+enum {
+    KW_ANNOT = 1,   /* annotations and structure: everywhere */
+    KW_LEAF = 2,    /* a decided value (field or array) */
+    KW_ENUM = 4,    /* declared values */
+    KW_OPEN = 8,    /* open string enums */
+    KW_NUM = 16,    /* generated numbers */
+    KW_STR = 32,    /* generated strings */
+    KW_ARR = 64,    /* arrays */
+    KW_OBJ = 128,   /* objects */
+    KW_ROOT = 256,  /* the root only */
+    KW_REFUSED = 0  /* recognised JSON Schema, but typellm cannot honour it */
+};
+
+typedef struct keyword {
+    const char *name;
+    unsigned where;
+    const char *why; /* KW_REFUSED: why not */
+} keyword;
+
+static const keyword KEYWORDS[] = {
+    {"title", KW_ANNOT, NULL}, {"description", KW_ANNOT, NULL}, {"$comment", KW_ANNOT, NULL},
+    {"examples", KW_ANNOT, NULL}, {"default", KW_ANNOT, NULL}, {"deprecated", KW_ANNOT, NULL},
+    {"readOnly", KW_ANNOT, NULL}, {"writeOnly", KW_ANNOT, NULL}, {"$schema", KW_ANNOT, NULL},
+    {"$id", KW_ANNOT, NULL}, {"$defs", KW_ANNOT, NULL}, {"definitions", KW_ANNOT, NULL},
+    {"$ref", KW_ANNOT, NULL}, {"allOf", KW_ANNOT, NULL}, {"anyOf", KW_ANNOT, NULL},
+    {"oneOf", KW_ANNOT, NULL}, {"type", KW_ANNOT, NULL}, {"nullable", KW_ANNOT, NULL},
+    {"x-optional", KW_ANNOT, NULL},
+    {"question", KW_LEAF, NULL}, {"x-name", KW_LEAF, NULL}, {"depends_on", KW_LEAF, NULL},
+    {"enum", KW_ENUM, NULL}, {"const", KW_ENUM, NULL}, {"x-descriptions", KW_ENUM, NULL},
+    {"open", KW_OPEN, NULL}, {"x-open", KW_OPEN, NULL}, {"x-domain-from", KW_OPEN, NULL},
+    {"maxLength", KW_OPEN | KW_STR, NULL}, {"x-max-tokens", KW_OPEN | KW_STR, NULL},
+    {"minLength", KW_STR, NULL}, {"pattern", KW_STR, NULL}, {"format", KW_STR | KW_NUM, NULL},
+    {"minimum", KW_NUM, NULL}, {"maximum", KW_NUM, NULL}, {"exclusiveMinimum", KW_NUM, NULL},
+    {"exclusiveMaximum", KW_NUM, NULL}, {"multipleOf", KW_NUM, NULL}, {"x-decimals", KW_NUM, NULL},
+    {"x-max-digits", KW_NUM, NULL},
+    {"items", KW_ARR, NULL}, {"minItems", KW_ARR, NULL}, {"maxItems", KW_ARR, NULL},
+    {"uniqueItems", KW_ARR, NULL},
+    {"properties", KW_OBJ, NULL}, {"required", KW_OBJ, NULL}, {"additionalProperties", KW_OBJ, NULL},
+    {"x-strict", KW_ROOT, NULL},
+    {"not", KW_REFUSED, "a negation has no finite domain or automaton"},
+    {"if", KW_REFUSED, "conditional schemas are not decided"},
+    {"then", KW_REFUSED, "conditional schemas are not decided"},
+    {"else", KW_REFUSED, "conditional schemas are not decided"},
+    {"patternProperties", KW_REFUSED, "only declared properties are decided"},
+    {"propertyNames", KW_REFUSED, "only declared properties are decided"},
+    {"minProperties", KW_REFUSED, "the properties decided are the declared ones"},
+    {"maxProperties", KW_REFUSED, "the properties decided are the declared ones"},
+    {"dependentRequired", KW_REFUSED, "requirements between properties are not decided"},
+    {"dependentSchemas", KW_REFUSED, "conditional schemas are not decided"},
+    {"dependencies", KW_REFUSED, "requirements between properties are not decided"},
+    {"contains", KW_REFUSED, "array items are decided per declared value, not matched"},
+    {"minContains", KW_REFUSED, "array items are decided per declared value, not matched"},
+    {"maxContains", KW_REFUSED, "array items are decided per declared value, not matched"},
+    {"prefixItems", KW_REFUSED, "tuples are not supported (declare an object)"},
+    {"additionalItems", KW_REFUSED, "tuples are not supported (declare an object)"},
+    {"unevaluatedItems", KW_REFUSED, "annotation-dependent validation is not supported"},
+    {"unevaluatedProperties", KW_REFUSED, "annotation-dependent validation is not supported"},
+    {"contentEncoding", KW_REFUSED, "encoded content is not generated"},
+    {"contentMediaType", KW_REFUSED, "encoded content is not generated"},
+    {"contentSchema", KW_REFUSED, "encoded content is not generated"},
+    {"$anchor", KW_REFUSED, "only local JSON-pointer references (#/$defs/NAME) are resolved"},
+    {"$dynamicRef", KW_REFUSED, "only local JSON-pointer references (#/$defs/NAME) are resolved"},
+    {"$dynamicAnchor", KW_REFUSED, "only local JSON-pointer references (#/$defs/NAME) are resolved"},
+    {"$recursiveRef", KW_REFUSED, "only local JSON-pointer references (#/$defs/NAME) are resolved"},
+    {"$recursiveAnchor", KW_REFUSED, "only local JSON-pointer references (#/$defs/NAME) are resolved"},
+    {"$vocabulary", KW_REFUSED, "vocabularies are not supported"},
+};
+
+static const keyword *keyword_find(const char *name) {
+    for (size_t i = 0; i < sizeof KEYWORDS / sizeof KEYWORDS[0]; i++)
+        if (!strcmp(KEYWORDS[i].name, name))
+            return &KEYWORDS[i];
+    return NULL;
+}
+
+/* Every keyword of one schema object (at path) must be known and apply to
+ * `what` (allowed: KW_* bits). */
+static tl_status check_keywords(walk *w, const json_t *obj, const char *path, unsigned allowed, const char *what) {
+    const char *key;
+    const json_t *val;
+    tl_status st = TL_OK;
+    json_object_foreach((json_t *)obj, key, val) {
+        const keyword *k = keyword_find(key);
+        if (!k)
+            st = refuse(w, "%s/%s: unknown keyword (a typo? --lenient ignores it)", path, key);
+        else if (k->where == KW_REFUSED)
+            st = refuse(w, "%s/%s: typellm cannot honour '%s' (%s)", path, key, key, k->why);
+        else if (!(k->where & (allowed | KW_ANNOT)))
+            st = refuse(w, "%s/%s: does not apply to %s (typellm cannot honour it here)", path, key, what);
+        if (st)
+            return st;
+    }
+    return TL_OK;
+}
+
+/* ---- $ref and views ------------------------------------------------------- */
 
 /* Resolves a local reference ("#", "#/$defs/Severity", "#/definitions/x/y")
  * against the root schema; NULL when it names nothing. */
@@ -177,16 +401,32 @@ static const json_t *resolve_ref(const json_t *root, const char *ref) {
     return node;
 }
 
-/* A property seen through its $ref chain: keys are looked up in the property
- * first, then in what it references, so a property may override the
- * definition's description or question. */
+/* A schema seen through its $ref chain and allOf-of-one wrappers: keys are
+ * looked up in the first layer that has them, so a property may override its
+ * definition's description or question. Layers marked `outer` were consumed
+ * by an anyOf/oneOf that was unwrapped: their anyOf/oneOf/type/nullable are
+ * no longer read. */
 typedef struct prop_view {
-    const json_t *layer[REF_MAX_DEPTH + 1];
+    const json_t *layer[VIEW_MAX_LAYERS];
+    char *lpath[VIEW_MAX_LAYERS];
+    bool outer[VIEW_MAX_LAYERS];
     size_t n;
 } prop_view;
 
+static void view_free(prop_view *v) {
+    for (size_t i = 0; i < v->n; i++)
+        free(v->lpath[i]);
+    v->n = 0;
+}
+
+static bool outer_hidden(const char *key) {
+    return !strcmp(key, "anyOf") || !strcmp(key, "oneOf") || !strcmp(key, "type") || !strcmp(key, "nullable");
+}
+
 static const json_t *view_get(const prop_view *v, const char *key) {
     for (size_t i = 0; i < v->n; i++) {
+        if (v->outer[i] && outer_hidden(key))
+            continue;
         const json_t *x = json_object_get(v->layer[i], key);
         if (x)
             return x;
@@ -194,270 +434,541 @@ static const json_t *view_get(const prop_view *v, const char *key) {
     return NULL;
 }
 
-static tl_status view_build(const json_t *root, const json_t *prop, const char *path, prop_view *v, tl_error *err) {
-    v->n = 0;
-    v->layer[v->n++] = prop;
-    const json_t *cur = prop;
-    for (;;) {
-        const json_t *ref = json_object_get(cur, "$ref");
-        if (!ref)
-            return TL_OK;
-        if (!json_is_string(ref))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/$ref: must be a string", path);
-        const json_t *target = resolve_ref(root, json_string_value(ref));
-        if (!target)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/$ref: cannot resolve '%s' (only local refs like #/$defs/NAME)",
-                                path, json_string_value(ref));
-        if (!json_is_object(target))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/$ref: '%s' is not a schema object", path,
-                                json_string_value(ref));
-        for (size_t i = 0; i < v->n; i++)
-            if (v->layer[i] == target)
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/$ref: reference cycle through '%s'", path,
-                                    json_string_value(ref));
-        if (v->n > REF_MAX_DEPTH)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/$ref: references nest deeper than %d", path,
-                                REF_MAX_DEPTH);
-        v->layer[v->n++] = target;
-        cur = target;
+/* The path of the layer a key comes from (for error messages). */
+static const char *view_path_of(const prop_view *v, const char *key) {
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->outer[i] && outer_hidden(key))
+            continue;
+        if (json_object_get(v->layer[i], key))
+            return v->lpath[i];
     }
+    return v->n ? v->lpath[0] : "";
 }
 
-/* ---- one field ----------------------------------------------------------- */
-
-static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "schema: out of memory"); }
-
-/* Sets the field's domain from a list of values (owned by the caller), checking
- * each against the kind. src names where the list came from (enum / oneOf). */
-static tl_status field_set_values(tl_dfield *f, json_t *const *vals, size_t n, const char *src, tl_error *err) {
-    if (n == 0)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: empty enum (a decision needs at least one value)",
-                            f->path, src);
-    if (n > TL_DFIELD_MAX_VALUES)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: %zu values; a field may have at most %d", f->path, src,
-                            n, TL_DFIELD_MAX_VALUES);
-    f->values = calloc(n, sizeof *f->values);
-    f->value_keys = calloc(n, sizeof *f->value_keys);
-    f->value_json = calloc(n, sizeof *f->value_json);
-    f->value_descs = calloc(n, sizeof *f->value_descs);
-    if (!f->values || !f->value_keys || !f->value_json || !f->value_descs)
-        return nomem(err);
-    for (size_t i = 0; i < n; i++) {
-        const json_t *v = vals[i];
-        const char *want = NULL;
-        switch (f->kind) {
-        case TL_DFIELD_STRING_ENUM: if (!json_is_string(v)) want = "a string"; break;
-        case TL_DFIELD_INTEGER_ENUM: if (!json_is_integer(v)) want = "an integer"; break;
-        case TL_DFIELD_NUMBER_ENUM:
-        case TL_DFIELD_SCORE:
-            if (!json_is_number(v) || !isfinite(json_number_value(v))) want = "a finite number";
-            break;
-        case TL_DFIELD_BOOLEAN: if (!json_is_boolean(v)) want = "a boolean"; break;
-        case TL_DFIELD_INTEGER:
-        case TL_DFIELD_NUMBER: want = "allowed (generated fields have no value list)"; break;
-        }
-        if (want)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s/%zu: value is not %s", f->path, src, i, want);
-        for (size_t j = 0; j < i; j++)
-            if (values_equal(f->values[j], v))
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s/%zu: duplicate value (same as %s/%s/%zu)",
-                                    f->path, src, i, f->path, src, j);
-        f->values[i] = json_deep_copy(v);
-        f->n_values = i + 1;
-        f->value_keys[i] = value_key_text(v);
-        f->value_json[i] = value_json_text(v);
-        if (!f->values[i] || !f->value_keys[i] || !f->value_json[i])
-            return nomem(err);
-    }
+static tl_status view_push(walk *w, prop_view *v, const json_t *obj, const char *path) {
+    for (size_t i = 0; i < v->n; i++)
+        if (v->layer[i] == obj)
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: reference cycle through '%s'", path, path);
+    if (v->n >= VIEW_MAX_LAYERS)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: references nest deeper than %d", path, REF_MAX_DEPTH);
+    v->layer[v->n] = obj;
+    v->outer[v->n] = false;
+    if (!(v->lpath[v->n] = dup_str(path)))
+        return nomem(w->err);
+    v->n++;
     return TL_OK;
 }
 
-/* Collects the field's values from "enum", or from "oneOf"/"anyOf" consts
- * (whose descriptions become per-value descriptions). */
-static tl_status field_collect_values(tl_dfield *f, const prop_view *v, tl_error *err) {
-    const json_t *en = view_get(v, "enum");
-    if (en) {
-        if (!json_is_array(en))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/enum: must be an array", f->path);
-        size_t n = json_array_size(en);
-        json_t **vals = calloc(n ? n : 1, sizeof *vals);
-        if (!vals)
-            return nomem(err);
-        for (size_t i = 0; i < n; i++)
-            vals[i] = json_array_get(en, i);
-        tl_status st = field_set_values(f, vals, n, "enum", err);
-        free(vals);
+/* Adds obj (at path) and everything it references ($ref, allOf of one schema). */
+static tl_status view_add(walk *w, prop_view *v, const json_t *obj, const char *path, int depth) {
+    if (!json_is_object(obj))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: must be a schema object", path);
+    if (depth > REF_MAX_DEPTH)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: references nest deeper than %d", path, REF_MAX_DEPTH);
+    tl_status st = view_push(w, v, obj, path);
+    if (st)
         return st;
+    const json_t *ref = json_object_get(obj, "$ref");
+    if (ref) {
+        if (!json_is_string(ref))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/$ref: must be a string", path);
+        const char *r = json_string_value(ref);
+        const json_t *target = resolve_ref(w->root, r);
+        if (!target)
+            return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                "schema: %s/$ref: cannot resolve '%s' (only local refs like #/$defs/NAME)", path, r);
+        if (!json_is_object(target))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/$ref: '%s' is not a schema object", path, r);
+        for (size_t i = 0; i < v->n; i++)
+            if (v->layer[i] == target)
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/$ref: reference cycle through '%s'", path, r);
+        if ((st = view_add(w, v, target, r + 1, depth + 1)))
+            return st;
     }
-    const char *alt = view_get(v, "oneOf") ? "oneOf" : "anyOf";
-    const json_t *one = view_get(v, alt);
-    if (!json_is_array(one))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: must be an array of {\"const\": ...}", f->path, alt);
-    size_t n = json_array_size(one);
-    json_t **vals = calloc(n ? n : 1, sizeof *vals);
-    if (!vals)
-        return nomem(err);
-    for (size_t i = 0; i < n; i++) {
-        const json_t *item = json_array_get(one, i);
-        vals[i] = json_is_object(item) ? json_object_get(item, "const") : NULL;
-        if (!vals[i]) {
-            free(vals);
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s/%zu: each alternative needs a \"const\"", f->path,
-                                alt, i);
+    const json_t *all = json_object_get(obj, "allOf");
+    if (all) {
+        if (!json_is_array(all) || json_array_size(all) == 0)
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/allOf: must be a non-empty array of schemas", path);
+        if (json_array_size(all) > 1 &&
+            (st = refuse(w, "%s/allOf: typellm cannot honour an allOf of %zu schemas (only allOf of one schema, "
+                         "e.g. a wrapped $ref)", path, json_array_size(all))))
+            return st;
+        /* (--lenient: every member is a layer, the first's keywords first) */
+        for (size_t i = 0; i < json_array_size(all) && !st; i++) {
+            tl_strbuf p = TL_STRBUF_INIT;
+            if (!tl_strbuf_printf(&p, "%s/allOf/%zu", path, i)) {
+                tl_strbuf_free(&p);
+                return nomem(w->err);
+            }
+            st = view_add(w, v, json_array_get(all, i), tl_strbuf_cstr(&p), depth + 1);
+            tl_strbuf_free(&p);
         }
-    }
-    tl_status st = field_set_values(f, vals, n, alt, err);
-    free(vals);
-    for (size_t i = 0; st == TL_OK && i < n; i++) {
-        const json_t *item = json_array_get(one, i);
-        const json_t *d = json_object_get(item, "description");
-        if (!d)
-            d = json_object_get(item, "title");
-        if (d && !json_is_string(d))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s/%zu/description: must be a string", f->path, alt, i);
-        if (d && !(f->value_descs[i] = dup_str(json_string_value(d))))
-            return nomem(err);
     }
     return st;
 }
 
-/* The kind implied by the values when "type" is absent. */
-static tl_status infer_kind(tl_dfield *f, const prop_view *v, tl_error *err) {
-    const json_t *en = view_get(v, "enum");
-    const json_t *one = view_get(v, "oneOf") ? view_get(v, "oneOf") : view_get(v, "anyOf");
-    const json_t *first = NULL;
-    size_t n = 0;
-    bool all_str = true, all_bool = true, all_num = true, all_int = true;
-    for (;;) {
-        const json_t *x;
-        if (json_is_array(en))
-            x = json_array_get(en, n);
-        else if (json_is_array(one))
-            x = json_object_get(json_array_get(one, n), "const");
-        else
-            break;
-        if (!x) {
-            if (json_is_array(one) && n < json_array_size(one)) {
-                n++;
-                continue;
-            }
-            break;
+static tl_status view_build(walk *w, const json_t *obj, const char *path, prop_view *v) {
+    v->n = 0;
+    return view_add(w, v, obj, path, 0);
+}
+
+/* Checks every layer's keywords. */
+static tl_status view_check(walk *w, const prop_view *v, unsigned allowed, const char *what) {
+    for (size_t i = 0; i < v->n; i++) {
+        tl_status st = check_keywords(w, v->layer[i], v->lpath[i], allowed, what);
+        if (st)
+            return st;
+    }
+    return TL_OK;
+}
+
+/* ---- types --------------------------------------------------------------- */
+
+/* The view's "type": one name, or [T, "null"] (sets *nullable). NULL when absent. */
+static tl_status view_type(walk *w, const prop_view *v, const char *path, const char **type, bool *nullable) {
+    *type = NULL;
+    const json_t *t = view_get(v, "type");
+    const json_t *nb = view_get(v, "nullable");
+    if (nb && !json_is_boolean(nb))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/nullable: must be true or false", view_path_of(v, "nullable"));
+    if (json_is_true(nb))
+        *nullable = true;
+    if (!t)
+        return TL_OK;
+    if (json_is_string(t)) {
+        *type = json_string_value(t);
+        return TL_OK;
+    }
+    if (json_is_array(t)) {
+        const char *one = NULL;
+        for (size_t i = 0; i < json_array_size(t); i++) {
+            const json_t *x = json_array_get(t, i);
+            if (!json_is_string(x))
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/type/%zu: must be a type name", path, i);
+            if (!strcmp(json_string_value(x), "null"))
+                *nullable = true;
+            else if (one)
+                return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                    "schema: %s/type: a list of several types ('%s', '%s'); typellm decides one type "
+                                    "(plus \"null\")", path, one, json_string_value(x));
+            else
+                one = json_string_value(x);
         }
-        if (!first)
-            first = x;
+        *type = one ? one : "null";
+        return TL_OK;
+    }
+    return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/type: must be a type name or a list of them", path);
+}
+
+static bool is_object_view(const prop_view *v, const char *type) {
+    return (type && !strcmp(type, "object")) || (!type && view_get(v, "properties"));
+}
+
+/* ---- declared values ----------------------------------------------------- */
+
+/* One declared value joining field f (from src, a JSON path, for errors). */
+static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const char *src, const char *desc) {
+    size_t i = f->n_values;
+    if (i >= TL_DFIELD_MAX_VALUES)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: more than %d values; a field may have at most %d", src,
+                            TL_DFIELD_MAX_VALUES, TL_DFIELD_MAX_VALUES);
+    for (size_t j = 0; j < i; j++)
+        if (values_equal(f->values[j], v)) {
+            w->dup_seen = true;
+            return TL_OK; /* the union of declared values: one of each */
+        }
+    char *key = value_key_text(v), *js = value_json_text(v);
+    if (!key || !js) {
+        free(key), free(js);
+        return nomem(w->err);
+    }
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(f->value_keys[j], key)) {
+            tl_status st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                                        "schema: %s: value %s reads the same as value %s ('%s'); probabilities are "
+                                        "keyed by that text", src, js, f->value_json[j], key);
+            free(key), free(js);
+            return st;
+        }
+    size_t n = i + 1;
+    json_t **vals = realloc(f->values, n * sizeof *vals);
+    if (vals) f->values = vals;
+    char **keys = realloc(f->value_keys, n * sizeof *keys);
+    if (keys) f->value_keys = keys;
+    char **jss = realloc(f->value_json, n * sizeof *jss);
+    if (jss) f->value_json = jss;
+    char **ds = realloc(f->value_descs, n * sizeof *ds);
+    if (ds) f->value_descs = ds;
+    json_t *copy = json_deep_copy(v);
+    char *d = desc ? dup_str(desc) : NULL;
+    if (!vals || !keys || !jss || !ds || !copy || (desc && !d)) {
+        free(key), free(js), free(d), json_decref(copy);
+        return nomem(w->err);
+    }
+    f->values[i] = copy;
+    f->value_keys[i] = key;
+    f->value_json[i] = js;
+    f->value_descs[i] = d;
+    f->n_values = n;
+    return TL_OK;
+}
+
+/* What a type name allows as a declared value; NULL = anything scalar. */
+static const char *type_mismatch(const char *type, const json_t *v) {
+    if (!type || json_is_null(v))
+        return NULL;
+    if (!strcmp(type, "string"))
+        return json_is_string(v) ? NULL : "a string";
+    if (!strcmp(type, "integer"))
+        return json_is_integer(v) ? NULL : "an integer";
+    if (!strcmp(type, "number"))
+        return json_is_number(v) && isfinite(json_number_value(v)) ? NULL : "a finite number";
+    if (!strcmp(type, "boolean"))
+        return json_is_boolean(v) ? NULL : "a boolean";
+    if (!strcmp(type, "null"))
+        return "null";
+    return "a string, number or boolean";
+}
+
+/* Collected values of one union member or of the field itself. */
+typedef struct collect {
+    size_t n_null, n_values, n_free;
+    const char *free_path; /* the member that is free (generated) */
+    long free_member;      /* its index, or -1 (the field itself) */
+} collect;
+
+static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const char *path, collect *c, int depth);
+
+/* Declared values of a view: enum, const, boolean type, null type, or a
+ * union of those (anyOf / oneOf). Counts views that declare no values
+ * (free: generated text or numbers) in c->n_free. */
+static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const char *path, collect *c, int depth) {
+    if (depth > NEST_MAX_DEPTH)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: unions nest deeper than %d", path, NEST_MAX_DEPTH);
+    bool nullable = false;
+    const char *type;
+    tl_status st = view_type(w, v, path, &type, &nullable);
+    if (st)
+        return st;
+    if (nullable) {
+        json_t *nul = json_null();
+        c->n_null++;
+        if ((st = field_add_value(w, f, nul, path, NULL)))
+            return st;
+    }
+    const json_t *cst = view_get(v, "const");
+    const json_t *en = view_get(v, "enum");
+    const char *alt = view_get(v, "oneOf") ? "oneOf" : view_get(v, "anyOf") ? "anyOf" : NULL;
+    const json_t *desc = view_get(v, "description");
+    if (!desc)
+        desc = view_get(v, "title");
+    if (cst) {
+        const char *want = type_mismatch(type, cst);
+        if (want)
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/const: value is not %s", view_path_of(v, "const"), want);
+        if (!json_is_string(cst) && !json_is_number(cst) && !json_is_boolean(cst) && !json_is_null(cst))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/const: must be a string, number, boolean or null",
+                                view_path_of(v, "const"));
+        c->n_values++;
+        if (json_is_null(cst))
+            c->n_null++;
+        return field_add_value(w, f, cst, path, depth && json_is_string(desc) ? json_string_value(desc) : NULL);
+    }
+    if (en) {
+        const char *ep = view_path_of(v, "enum");
+        if (!json_is_array(en))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum: must be an array", ep);
+        if (!json_array_size(en))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum: empty enum (a decision needs at least one value)",
+                                ep);
+        if (json_array_size(en) > TL_DFIELD_MAX_VALUES)
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum: %zu values; a field may have at most %d", ep,
+                                json_array_size(en), TL_DFIELD_MAX_VALUES);
+        for (size_t i = 0; i < json_array_size(en); i++) {
+            const json_t *x = json_array_get(en, i);
+            const char *want = type_mismatch(type, x);
+            if (!want && !json_is_string(x) && !json_is_number(x) && !json_is_boolean(x) && !json_is_null(x))
+                want = "a string, number, boolean or null";
+            if (!want && json_is_real(x) && !isfinite(json_real_value(x)))
+                want = "a finite number";
+            if (want)
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: value is not %s", ep, i, want);
+            for (size_t j = 0; j < i; j++)
+                if (values_equal(json_array_get(en, j), x))
+                    return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: duplicate value (same as %s/enum/%zu)",
+                                        ep, i, ep, j);
+            char ip[32];
+            snprintf(ip, sizeof ip, "/enum/%zu", i);
+            tl_strbuf p = TL_STRBUF_INIT;
+            tl_strbuf_printf(&p, "%s%s", ep, ip);
+            st = field_add_value(w, f, x, tl_strbuf_cstr(&p), NULL);
+            tl_strbuf_free(&p);
+            if (st)
+                return st;
+            c->n_values++;
+            if (json_is_null(x))
+                c->n_null++;
+        }
+        return TL_OK;
+    }
+    if (alt) {
+        const json_t *one = view_get(v, alt);
+        const char *ap = view_path_of(v, alt);
+        if (!json_is_array(one) || !json_array_size(one))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: must be a non-empty array of schemas", ap, alt);
+        for (size_t i = 0; i < json_array_size(one); i++) {
+            tl_strbuf p = TL_STRBUF_INIT;
+            if (!tl_strbuf_printf(&p, "%s/%s/%zu", ap, alt, i)) {
+                tl_strbuf_free(&p);
+                return nomem(w->err);
+            }
+            prop_view mv;
+            st = view_build(w, json_array_get(one, i), tl_strbuf_cstr(&p), &mv);
+            size_t before = c->n_free;
+            w->dup_seen = false;
+            if (!st)
+                st = collect_values(w, f, &mv, tl_strbuf_cstr(&p), c, depth + 1);
+            if (!st && w->dup_seen && !strcmp(alt, "oneOf"))
+                st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                                  "schema: %s: a value of this member is also another member's; oneOf needs each value "
+                                  "in exactly one member (use anyOf)", tl_strbuf_cstr(&p));
+            if (!st && c->n_free > before && c->free_member < 0) {
+                c->free_member = (long)i;
+            }
+            if (!st)
+                st = view_check(w, &mv, KW_ENUM | KW_LEAF | (c->n_free > before ? KW_NUM | KW_STR | KW_OBJ | KW_ARR : 0),
+                                "a union member");
+            view_free(&mv);
+            tl_strbuf_free(&p);
+            if (st)
+                return st;
+        }
+        return TL_OK;
+    }
+    if (type && !strcmp(type, "boolean")) {
+        c->n_values += 2;
+        if ((st = field_add_value(w, f, json_true(), path, NULL)))
+            return st;
+        return field_add_value(w, f, json_false(), path, NULL);
+    }
+    if (type && !strcmp(type, "null")) {
+        if (!nullable) {
+            c->n_null++;
+            return field_add_value(w, f, json_null(), path, NULL);
+        }
+        return TL_OK;
+    }
+    if (type && !strcmp(type, "number")) {
+        const json_t *fmt = view_get(v, "format");
+        if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "score")) {
+            for (int i = 0; i <= 10; i++) {
+                json_t *lv = json_real(i / 10.0);
+                st = lv ? field_add_value(w, f, lv, path, NULL) : nomem(w->err);
+                json_decref(lv);
+                if (st)
+                    return st;
+            }
+            c->n_values += 11;
+            return TL_OK;
+        }
+    }
+    if (depth > 0 && !type)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s: a union member needs a \"const\", an \"enum\" or a \"type\"", path);
+    c->n_free++;
+    if (!c->free_path)
+        c->free_path = path;
+    return TL_OK;
+}
+
+/* The kind a list of declared values has. */
+static tl_dfield_kind values_kind(const tl_dfield *f) {
+    bool all_str = true, all_bool = true, all_num = true, all_int = true, any = false;
+    for (size_t i = 0; i < f->n_values; i++) {
+        const json_t *x = f->values[i];
+        if (json_is_null(x))
+            continue;
+        any = true;
         all_str &= json_is_string(x);
         all_bool &= json_is_boolean(x);
         all_num &= json_is_number(x);
         all_int &= json_is_integer(x);
-        n++;
     }
-    if (!en && !one)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s: missing \"type\" (and no enum to infer it from)", f->path);
-    if (!first || all_str)
-        f->kind = TL_DFIELD_STRING_ENUM;
-    else if (all_bool)
-        f->kind = TL_DFIELD_BOOLEAN;
-    else if (all_int)
-        f->kind = TL_DFIELD_INTEGER_ENUM;
-    else if (all_num)
-        f->kind = TL_DFIELD_NUMBER_ENUM;
-    else
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/enum: values of mixed types; declare \"type\"", f->path);
-    return TL_OK;
+    if (!any || all_str)
+        return TL_DFIELD_STRING_ENUM;
+    if (all_bool)
+        return TL_DFIELD_BOOLEAN;
+    if (all_int)
+        return TL_DFIELD_INTEGER_ENUM;
+    if (all_num)
+        return TL_DFIELD_NUMBER_ENUM;
+    return TL_DFIELD_UNION;
 }
 
-/* An integer/number field without enum: its range, step and digits become a
- * number spec (constrain.h), read from the property seen through its $ref
- * chain (the property's own keywords win). */
-static tl_status field_parse_number(tl_dfield *f, const prop_view *v, bool integer, tl_error *err) {
+/* ---- string formats ------------------------------------------------------ */
+
+/* Built-in patterns for the common formats (anchored, whole value). */
+static const char *format_pattern(const char *fmt) {
+    static const struct { const char *name, *re; } F[] = {
+        {"date", "[1-9][0-9]{3}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|[1-9][0-9]{3}-(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+                 "[1-9][0-9]{3}-02-(0[1-9]|1[0-9]|2[0-8])"},
+        {"time", "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+        {"date-time", "[1-9][0-9]{3}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                      "(\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])|"
+                      "[1-9][0-9]{3}-(0[469]|11)-(0[1-9]|[12][0-9]|30)T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                      "(\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])|"
+                      "[1-9][0-9]{3}-02-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                      "(\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"},
+        {"email", "[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63}){0,4}\\.[A-Za-z]{2,12}"},
+        {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"},
+        {"uri", "https?://[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63}){0,4}(/[A-Za-z0-9._~%-]{0,32}){0,8}"},
+        {"ipv4", "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"},
+    };
+    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++)
+        if (!strcmp(F[i].name, fmt))
+            return F[i].re;
+    return NULL;
+}
+
+const char *tl_dschema_format_pattern(const char *format) { return format_pattern(format); }
+
+/* ---- one field ----------------------------------------------------------- */
+
+/* A generated number field: its range, step and digits become a number spec
+ * (constrain.h), read from the view (the property's own keywords win). */
+static tl_status field_parse_number(walk *w, tl_dfield *f, const prop_view *v, bool integer) {
     json_t *merged = json_object();
     if (!merged)
-        return nomem(err);
+        return nomem(w->err);
     for (size_t i = v->n; i-- > 0;)
         json_object_update(merged, (json_t *)v->layer[i]);
-    json_object_del(merged, "$ref");
-    tl_status st = tl_number_spec_from_schema(merged, f->path, &f->number, err);
+    static const char *drop[] = {"$ref", "allOf", "anyOf", "oneOf", "nullable", "open"};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        json_object_del(merged, drop[i]);
+    json_object_set_new(merged, "type", json_string(integer ? "integer" : "number"));
+    tl_status st = tl_number_spec_from_schema(merged, f->path, &f->number, w->err);
     json_decref(merged);
     if (st) {
-        if (err)
-            tl_error_wrap(err, "schema");
+        tl_error_wrap(w->err, "schema");
         return st;
     }
     f->kind = integer ? TL_DFIELD_INTEGER : TL_DFIELD_NUMBER;
     return TL_OK;
 }
 
-static tl_status field_parse_kind_and_values(tl_dfield *f, const prop_view *v, tl_error *err) {
-    const json_t *type = view_get(v, "type");
-    bool has_values = view_get(v, "enum") || view_get(v, "oneOf") || view_get(v, "anyOf");
-    if (!type) {
-        tl_status st = infer_kind(f, v, err);
-        if (st)
-            return st;
-    } else if (!json_is_string(type)) {
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/type: must be one string (string, boolean, integer, number)",
-                            f->path);
-    } else {
-        const char *t = json_string_value(type);
-        const json_t *fmt = view_get(v, "format");
-        if (!strcmp(t, "string")) {
-            if (!has_values)
-                return tl_error_set(err, TL_ERR_SCHEMA,
-                                    "schema: %s: string field without enum (declare its values with \"enum\")", f->path);
-            f->kind = TL_DFIELD_STRING_ENUM;
-        } else if (!strcmp(t, "boolean")) {
-            f->kind = TL_DFIELD_BOOLEAN;
-        } else if (!strcmp(t, "number") && json_is_string(fmt) && !strcmp(json_string_value(fmt), "score")) {
-            f->kind = TL_DFIELD_SCORE;
-        } else if (!strcmp(t, "integer") || !strcmp(t, "number")) {
-            bool integer = !strcmp(t, "integer");
-            if (!has_values)
-                return field_parse_number(f, v, integer, err);
-            f->kind = integer ? TL_DFIELD_INTEGER_ENUM : TL_DFIELD_NUMBER_ENUM;
-        } else if (!strcmp(t, "array") || !strcmp(t, "object") || !strcmp(t, "null")) {
-            return tl_error_set(err, TL_ERR_SCHEMA,
-                                "schema: %s/type: '%s' is not a decision (fields are enums, booleans, scores)", f->path,
-                                t);
-        } else {
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/type: unknown type '%s'", f->path, t);
-        }
-    }
-    if (f->kind == TL_DFIELD_SCORE) {
-        json_t *levels[11];
-        for (int i = 0; i <= 10; i++)
-            levels[i] = json_real(i / 10.0);
-        tl_status st = field_set_values(f, levels, 11, "format", err);
-        for (int i = 0; i <= 10; i++)
-            json_decref(levels[i]);
-        return st;
-    }
-    if (f->kind == TL_DFIELD_BOOLEAN && !has_values) {
-        json_t *tf[2] = {json_true(), json_false()};
-        return field_set_values(f, tf, 2, "type", err);
-    }
-    return field_collect_values(f, v, err);
+static tl_status get_length(walk *w, const prop_view *v, const char *key, size_t lo, size_t hi, size_t *out, bool *has) {
+    const json_t *x = view_get(v, key);
+    *has = x != NULL;
+    if (!x)
+        return TL_OK;
+    if (!json_is_integer(x) || json_integer_value(x) < (json_int_t)lo || json_integer_value(x) > (json_int_t)hi)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: must be an integer in [%zu, %zu]",
+                            view_path_of(v, key), key, lo, hi);
+    *out = (size_t)json_integer_value(x);
+    return TL_OK;
 }
 
-static tl_status field_parse_texts(tl_dfield *f, const prop_view *v, tl_error *err) {
+/* A generated string field: lengths, pattern or format. */
+static tl_status field_parse_string(walk *w, tl_dfield *f, const prop_view *v) {
+    f->kind = TL_DFIELD_STRING;
+    if (w->opts.strict)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s: string without enum would be free text, refused in strict mode "
+                            "(\"x-strict\": true or --strict); declare its values with \"enum\"", f->path);
+    bool has;
+    tl_status st = get_length(w, v, "maxLength", 1, TL_DFIELD_OPEN_MAX_LENGTH_LIMIT, &f->max_length, &has);
+    if (st)
+        return st;
+    if (!has)
+        f->max_length = TL_DFIELD_OPEN_MAX_LENGTH;
+    if ((st = get_length(w, v, "minLength", 0, TL_DFIELD_OPEN_MAX_LENGTH_LIMIT, &f->min_length, &has)))
+        return st;
+    if (f->min_length > f->max_length)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/minLength: %zu is greater than maxLength %zu",
+                            view_path_of(v, "minLength"), f->min_length, f->max_length);
+    const json_t *mt = view_get(v, "x-max-tokens");
+    if (mt) {
+        if (!json_is_integer(mt) || json_integer_value(mt) <= 0 || json_integer_value(mt) > 65536)
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-max-tokens: must be an integer in [1, 65536]",
+                                view_path_of(v, "x-max-tokens"));
+        f->max_tokens = (int)json_integer_value(mt);
+    }
+    const json_t *pat = view_get(v, "pattern"), *fmt = view_get(v, "format");
+    if (pat && !json_is_string(pat))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/pattern: must be a string (a regex)",
+                            view_path_of(v, "pattern"));
+    if (fmt && !json_is_string(fmt))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/format: must be a string", view_path_of(v, "format"));
+    tl_status st2;
+    if (pat && fmt &&
+        (st2 = refuse(w, "%s/format: a string with both \"pattern\" and \"format\"; typellm enforces one of them",
+                      view_path_of(v, "format"))))
+        return st2;
+    if (fmt && !pat) {
+        const char *re = format_pattern(json_string_value(fmt));
+        if (!re)
+            return refuse(w, "%s/format: '%s' is not a format typellm can enforce (date, time, date-time, email, uuid, "
+                          "uri, ipv4)", view_path_of(v, "format"), json_string_value(fmt));
+        tl_strbuf p = TL_STRBUF_INIT;
+        if (!tl_strbuf_printf(&p, "^(%s)$", re)) {
+            tl_strbuf_free(&p);
+            return nomem(w->err);
+        }
+        f->pattern = tl_strbuf_detach(&p);
+    } else if (pat) {
+        if (!(f->pattern = dup_str(json_string_value(pat))))
+            return nomem(w->err);
+    }
+    if (f->pattern) {
+        tl_error perr = {0};
+        tl_pattern *cp = NULL;
+        if (tl_pattern_compile(f->pattern, strlen(f->pattern), &cp, &perr)) {
+            const char *pp = view_path_of(v, pat ? "pattern" : "format");
+            tl_pattern_free(cp);
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: %s", pp, pat ? "pattern" : "format", perr.msg);
+        }
+        bool ok = tl_pattern_viable_length(cp, f->min_length, f->max_length);
+        tl_pattern_free(cp);
+        if (!ok)
+            return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                "schema: %s/%s: no string of %zu to %zu characters matches it (minLength/maxLength)",
+                                view_path_of(v, pat ? "pattern" : "format"), pat ? "pattern" : "format",
+                                f->min_length, f->max_length);
+    }
+    return TL_OK;
+}
+
+static tl_status field_parse_texts(walk *w, tl_dfield *f, const prop_view *v) {
     const json_t *xname = view_get(v, "x-name");
     if (xname && (!json_is_string(xname) || !json_string_length(xname)))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-name: must be a non-empty string", f->path);
-    f->name = dup_str(xname ? json_string_value(xname) : f->key);
-    const char *qkeys[2] = {"question", "description"};
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-name: must be a non-empty string", f->path);
+    if (xname) {
+        f->name = dup_str(json_string_value(xname));
+    } else if (f->n_segs > 1) {
+        tl_strbuf nm = TL_STRBUF_INIT;
+        if (tl_strbuf_putc(&nm, '/') && tl_strbuf_puts(&nm, f->key))
+            f->name = tl_strbuf_detach(&nm);
+        else
+            tl_strbuf_free(&nm);
+    } else {
+        f->name = dup_str(f->key);
+    }
+    const char *qkeys[3] = {"question", "description", "title"};
     const json_t *q = NULL;
-    for (int i = 0; i < 2 && !q; i++) {
+    for (int i = 0; i < 3 && !q; i++) {
         q = view_get(v, qkeys[i]);
         if (q && !json_is_string(q))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: must be a string", f->path, qkeys[i]);
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: must be a string", view_path_of(v, qkeys[i]),
+                                qkeys[i]);
     }
     f->question = dup_str(q ? json_string_value(q) : f->name);
     if (!f->name || !f->question)
-        return nomem(err);
+        return nomem(w->err);
 
     const json_t *xd = view_get(v, "x-descriptions");
     if (xd) {
         if (!json_is_object(xd))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-descriptions: must be an object {value: text}",
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-descriptions: must be an object {value: text}",
                                 f->path);
         const char *k;
         const json_t *d;
@@ -466,12 +977,12 @@ static tl_status field_parse_texts(tl_dfield *f, const prop_view *v, tl_error *e
             while (i < f->n_values && strcmp(f->value_keys[i], k))
                 i++;
             if (i == f->n_values)
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-descriptions/%s: no such value", f->path, k);
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-descriptions/%s: no such value", f->path, k);
             if (!json_is_string(d))
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-descriptions/%s: must be a string", f->path, k);
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-descriptions/%s: must be a string", f->path, k);
             free(f->value_descs[i]);
             if (!(f->value_descs[i] = dup_str(json_string_value(d))))
-                return nomem(err);
+                return nomem(w->err);
         }
     }
     return TL_OK;
@@ -479,44 +990,49 @@ static tl_status field_parse_texts(tl_dfield *f, const prop_view *v, tl_error *e
 
 /* ---- open fields, x-domain-from ------------------------------------------ */
 
-/* "open"/"x-open", "maxLength", "x-max-tokens" and "x-domain-from" of field
- * f (index fi; props: every property, to tell a later field from an unknown one). */
-static tl_status field_parse_open(tl_dschema *s, size_t fi, const prop_view *v, const json_t *props, tl_error *err) {
+/* "open"/"x-open", "maxLength", "x-max-tokens" and "x-domain-from" of an enum
+ * field f (index fi). */
+static tl_status field_parse_open(walk *w, size_t fi, const prop_view *v) {
+    tl_dschema *s = w->s;
     tl_dfield *f = &s->fields[fi];
-    f->domain_from = -1;
     const json_t *op = view_get(v, "open"), *xo = view_get(v, "x-open");
     if (op && !json_is_boolean(op))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/open: must be true or false", f->path);
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/open: must be true or false", f->path);
     if (xo && !(json_is_string(xo) && json_string_length(xo)))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-open: must be a non-empty string (the open choice's name)",
-                            f->path);
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-open: must be a non-empty string (the open choice's name)", f->path);
     f->open = json_is_true(op) || xo;
     if (f->open && f->kind != TL_DFIELD_STRING_ENUM)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/%s: only string enum fields can be open", f->path,
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: only string enum fields can be open", f->path,
                             xo ? "x-open" : "open");
     const json_t *ml = view_get(v, "maxLength");
     if (ml) {
         if (!json_is_integer(ml) || json_integer_value(ml) <= 0)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/maxLength: must be an integer > 0", f->path);
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/maxLength: must be an integer > 0", f->path);
         if (json_integer_value(ml) > TL_DFIELD_OPEN_MAX_LENGTH_LIMIT)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/maxLength: %lld; at most %d", f->path,
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/maxLength: %lld; at most %d", f->path,
                                 (long long)json_integer_value(ml), TL_DFIELD_OPEN_MAX_LENGTH_LIMIT);
     }
     f->max_length = ml ? (size_t)json_integer_value(ml) : TL_DFIELD_OPEN_MAX_LENGTH;
+    if (ml && !f->open) /* open fields: maxLength bounds the written value */
+        for (size_t i = 0; i < f->n_values; i++)
+            if (json_is_string(f->values[i]) && utf8_len(json_string_value(f->values[i])) > f->max_length)
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/maxLength: declared value %s is longer than %zu",
+                                    f->path, f->value_json[i], f->max_length);
     const json_t *mt = view_get(v, "x-max-tokens");
     if (mt) {
         if (!json_is_integer(mt) || json_integer_value(mt) <= 0 || json_integer_value(mt) > 65536)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-max-tokens: must be an integer in [1, 65536]",
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-max-tokens: must be an integer in [1, 65536]",
                                 f->path);
         f->max_tokens = (int)json_integer_value(mt);
     }
     if (f->open) {
         f->open_name = dup_str(xo ? json_string_value(xo) : "other");
         if (!f->open_name)
-            return nomem(err);
+            return nomem(w->err);
         for (size_t i = 0; i < f->n_values; i++)
             if (!strcmp(f->value_keys[i], f->open_name))
-                return tl_error_set(err, TL_ERR_SCHEMA,
+                return tl_error_set(w->err, TL_ERR_SCHEMA,
                                     "schema: %s/enum/%zu: '%s' is also the open choice's name; name the open choice "
                                     "otherwise with \"x-open\"",
                                     f->path, i, f->open_name);
@@ -524,17 +1040,21 @@ static tl_status field_parse_open(tl_dschema *s, size_t fi, const prop_view *v, 
     const json_t *df = view_get(v, "x-domain-from");
     if (df) {
         if (!json_is_string(df))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: must be a field name", f->path);
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: must be a field name", f->path);
         const char *name = json_string_value(df);
         long src = tl_dschema_find(s, name);
         if (src < 0 || (size_t)src >= fi)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: %s field '%s' (it must name an earlier "
-                                "open field)", f->path, json_object_get(props, name) ? "later" : "unknown", name);
+            return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                "schema: %s/x-domain-from: %s field '%s' (it must name an earlier open field)", f->path,
+                                src >= 0 || (w->cur_props && json_object_get(w->cur_props, name)) ? "later" : "unknown",
+                                name);
         if (!s->fields[src].open)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: field '%s' is not open", f->path, name);
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: field '%s' is not open", f->path,
+                                name);
         if (f->kind != TL_DFIELD_STRING_ENUM)
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-domain-from: only string enum fields take values "
-                                "from an open field", f->path);
+            return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                "schema: %s/x-domain-from: only string enum fields take values from an open field",
+                                f->path);
         f->domain_from = src;
     }
     return TL_OK;
@@ -579,43 +1099,569 @@ tl_status tl_dfield_add_string(tl_dfield *f, const char *text, bool *added, tl_e
     return TL_OK;
 }
 
-/* ---- depends_on ---------------------------------------------------------- */
+/* ---- fields, arrays, objects -------------------------------------------- */
 
-static tl_status parse_deps(tl_dschema *s, const json_t *props, tl_error *err) {
-    size_t i = 0;
+/* Where a property's depends_on comes from (resolved once every field exists). */
+typedef struct dep_src {
+    const json_t *deps; /* the depends_on array or NULL */
+    char *path;         /* the JSON path it was read at */
+} dep_src;
+
+typedef struct walk_deps {
+    dep_src *src; /* per field */
+    size_t cap;
+} walk_deps;
+
+
+static tl_status new_field(walk *w, const char *path, char *const *segs, size_t n_segs, const char *leaf,
+                           tl_dfield **out) {
+    if (w->s->n_fields >= TL_DSCHEMA_MAX_FIELDS)
+        return tl_error_set(w->err, TL_ERR_LIMIT, "schema: %s: more than %d decisions in one schema", path,
+                            TL_DSCHEMA_MAX_FIELDS);
+    if (!grow((void **)&w->s->fields, &w->cap_fields, w->s->n_fields, sizeof *w->s->fields))
+        return nomem(w->err);
+    tl_dfield *f = &w->s->fields[w->s->n_fields++];
+    memset(f, 0, sizeof *f);
+    f->domain_from = -1;
+    f->group = -1;
+    f->absent = SIZE_MAX;
+    f->path = dup_str(path);
+    f->segs = segs_copy(segs, n_segs, leaf);
+    f->n_segs = n_segs + (leaf != NULL);
+    f->key = f->segs ? segs_join(f->segs, f->n_segs) : NULL;
+    if (!f->path || !f->segs || !f->key)
+        return nomem(w->err);
+    *out = f;
+    return TL_OK;
+}
+
+/* "x-optional": "ask" | "skip" of a property (required: listed in its object's required). */
+static tl_status read_optional(walk *w, const prop_view *v, const char *path, bool required, int *mode) {
+    *mode = 0;
+    const json_t *xo = view_get(v, "x-optional");
+    if (!xo)
+        return TL_OK;
+    const char *s = json_is_string(xo) ? json_string_value(xo) : "";
+    if (strcmp(s, "ask") && strcmp(s, "skip"))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-optional: must be \"ask\" or \"skip\"", path);
+    if (required)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-optional: the property is required (listed in its object's \"required\")",
+                            path);
+    *mode = !strcmp(s, "ask") ? 1 : 2;
+    return TL_OK;
+}
+
+static tl_status record_deps(walk *w, walk_deps *wd, size_t fi, const prop_view *v, const char *path) {
+    if (!grow((void **)&wd->src, &wd->cap, fi, sizeof *wd->src))
+        return nomem(w->err);
+    wd->src[fi].deps = view_get(v, "depends_on");
+    wd->src[fi].path = wd->src[fi].deps ? dup_str(path) : NULL;
+    return wd->src[fi].deps && !wd->src[fi].path ? nomem(w->err) : TL_OK;
+}
+
+/* A decided value at path (view v): declared values, or generated text/number. */
+static tl_status add_leaf(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs, size_t n_segs,
+                          bool required, bool skip) {
+    tl_dfield *f;
+    tl_status st = new_field(w, path, segs, n_segs, NULL, &f);
+    if (st)
+        return st;
+    size_t fi = w->s->n_fields - 1;
+    f->required = required;
+    bool nullable = false;
+    const char *type;
+    if ((st = view_type(w, v, path, &type, &nullable)))
+        return st;
+    collect c = {.free_member = -1};
+    if ((st = collect_values(w, f, v, path, &c, 0)))
+        return st;
+    f = &w->s->fields[fi];
+    prop_view gen = {0}; /* the view a generated field is read from */
+    const prop_view *gv = v;
+    const char *gtype = type;
+    if (c.n_free) {
+        if (c.n_free > 1 || c.n_values > c.n_null)
+            return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                "schema: %s: a union of %s; typellm decides declared values or generates one type, "
+                                "not both", path, c.n_free > 1 ? "several free types" : "declared values and a free type");
+        if (c.free_member >= 0) {
+            /* anyOf [X, {"type":"null"}]: X, with null declared */
+            for (size_t i = 0; i < v->n && !st; i++) {
+                st = view_push(w, &gen, v->layer[i], v->lpath[i]);
+                if (!st)
+                    gen.outer[gen.n - 1] = true;
+            }
+            const char *alt = view_get(v, "oneOf") ? "oneOf" : "anyOf";
+            const json_t *m = json_array_get(view_get(v, alt), (size_t)c.free_member);
+            tl_strbuf mp = TL_STRBUF_INIT;
+            tl_strbuf_printf(&mp, "%s/%s/%ld", view_path_of(v, alt), alt, c.free_member);
+            if (!st)
+                st = view_add(w, &gen, m, tl_strbuf_cstr(&mp), 0);
+            tl_strbuf_free(&mp);
+            bool n2 = false;
+            if (!st)
+                st = view_type(w, &gen, path, &gtype, &n2);
+            if (st) {
+                view_free(&gen);
+                return st;
+            }
+            gv = &gen;
+        }
+        f->nullable = c.n_null > 0;
+        /* generated fields carry no declared values (null is not offered yet) */
+        for (size_t i = 0; i < f->n_values; i++) {
+            json_decref(f->values[i]);
+            free(f->value_keys[i]), free(f->value_json[i]), free(f->value_descs[i]);
+        }
+        f->n_values = 0;
+        if (!gtype)
+            st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: missing \"type\" (and no enum to infer it from)", path);
+        else if (!strcmp(gtype, "string"))
+            st = field_parse_string(w, f, gv);
+        else if (!strcmp(gtype, "integer") || !strcmp(gtype, "number"))
+            st = field_parse_number(w, f, gv, !strcmp(gtype, "integer"));
+        else if (!strcmp(gtype, "object") || !strcmp(gtype, "array"))
+            st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: an %s here is not supported (objects and arrays are "
+                              "properties of an object, not union members)", path, gtype);
+        else
+            st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/type: unknown type '%s'", path, gtype);
+        if (!st)
+            st = view_check(w, gv, KW_LEAF | (f->kind == TL_DFIELD_STRING ? KW_STR : KW_NUM),
+                            f->kind == TL_DFIELD_STRING ? "a generated string" : "a generated number");
+        if (!st && f->kind != TL_DFIELD_STRING && view_get(gv, "format"))
+            st = refuse(w, "%s/format: '%s' does not apply to a generated number (score is for declared levels)",
+                        view_path_of(gv, "format"), json_is_string(view_get(gv, "format"))
+                                                         ? json_string_value(view_get(gv, "format")) : "?");
+    } else {
+        if (type && strcmp(type, "string") && strcmp(type, "integer") && strcmp(type, "number") &&
+            strcmp(type, "boolean") && strcmp(type, "null"))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/type: unknown type '%s'", path, type);
+        f->kind = values_kind(f);
+        f->nullable = c.n_null > 0;
+        bool score = type && !strcmp(type, "number") && json_is_string(view_get(v, "format")) &&
+                     !strcmp(json_string_value(view_get(v, "format")), "score");
+        if (score && !view_get(v, "enum"))
+            f->kind = TL_DFIELD_SCORE;
+        st = view_check(w, v, KW_LEAF | KW_ENUM | (f->kind == TL_DFIELD_STRING_ENUM ? KW_OPEN : 0) |
+                                  (score ? KW_NUM : 0),
+                        "a field with declared values");
+        if (!st && score)
+            for (const char **k = (const char *[]){"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                    "multipleOf", "x-decimals", "x-max-digits", NULL};
+                 *k && !st; k++)
+                if (view_get(v, *k))
+                    st = refuse(w, "%s/%s: does not apply to a score (its levels are 0.0 .. 1.0)", view_path_of(v, *k), *k);
+        if (!st && !score && view_get(v, "format"))
+            st = refuse(w, "%s/format: does not apply to a field with declared values", view_path_of(v, "format"));
+        if (!st)
+            st = field_parse_open(w, fi, v);
+        f = &w->s->fields[fi];
+        f->constant = !st && f->n_values == 1 && !f->open && f->domain_from < 0;
+    }
+    if (!st)
+        st = field_parse_texts(w, f, v);
+    int opt = 0;
+    if (!st)
+        st = read_optional(w, v, path, required, &opt);
+    if (!st && opt == 1) {
+        if (tl_dfield_generated(f))
+            st = refuse(w, "%s/x-optional: \"ask\" on a generated value is not supported (use \"skip\", or declare its "
+                        "values)", path);
+        else {
+            /* the declared "absent" choice: the property is left out */
+            size_t i = f->n_values;
+            json_t **vals = realloc(f->values, (i + 1) * sizeof *vals);
+            if (vals) f->values = vals;
+            char **k = realloc(f->value_keys, (i + 1) * sizeof *k);
+            if (k) f->value_keys = k;
+            char **j = realloc(f->value_json, (i + 1) * sizeof *j);
+            if (j) f->value_json = j;
+            char **d = realloc(f->value_descs, (i + 1) * sizeof *d);
+            if (d) f->value_descs = d;
+            if (!vals || !k || !j || !d)
+                st = nomem(w->err);
+            else {
+                f->values[i] = json_null();
+                f->value_keys[i] = dup_str("(absent)");
+                f->value_json[i] = dup_str("(absent)");
+                f->value_descs[i] = dup_str("leave the property out: the input does not say");
+                f->n_values = i + 1;
+                f->absent = i;
+                f->constant = false;
+                if (!f->value_keys[i] || !f->value_json[i] || !f->value_descs[i])
+                    st = nomem(w->err);
+            }
+        }
+    }
+    f->skip = skip || opt == 2;
+    if (!st)
+        st = record_deps(w, wd, fi, gv, path);
+    if (!st)
+        st = add_node(w, TL_DNODE_FIELD, fi);
+    view_free(&gen);
+    return st;
+}
+
+/* An array of an enum/boolean item: one yes/no field per value. */
+static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs, size_t n_segs,
+                           bool required, bool skip) {
+    tl_status st = view_check(w, v, KW_LEAF | KW_ARR, "an array");
+    if (st)
+        return st;
+    const json_t *items = view_get(v, "items");
+    if (!items)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/items: missing (an array declares its item schema)",
+                            path);
+    tl_strbuf ip = TL_STRBUF_INIT;
+    tl_strbuf_printf(&ip, "%s/items", view_path_of(v, "items"));
+    prop_view iv;
+    tl_dfield tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.path = (char *)tl_strbuf_cstr(&ip);
+    collect c = {.free_member = -1};
+    st = view_build(w, items, tl_strbuf_cstr(&ip), &iv);
+    if (!st)
+        st = collect_values(w, &tmp, &iv, tl_strbuf_cstr(&ip), &c, 0);
+    if (!st && c.n_free)
+        st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                          "schema: %s: arrays of objects, numbers or free strings are not supported yet (an array's "
+                          "items must declare their values: enum, const, boolean)", tl_strbuf_cstr(&ip));
+    if (!st)
+        st = view_check(w, &iv, KW_ENUM, "an array item");
+    view_free(&iv);
+    tmp.path = NULL;
+    size_t n = tmp.n_values;
+    size_t min_items = 0, max_items = n;
+    bool has;
+    if (!st)
+        st = get_length(w, v, "minItems", 0, GROUP_MAX_VALUES, &min_items, &has);
+    if (!st)
+        st = get_length(w, v, "maxItems", 0, 1u << 30, &max_items, &has);
+    if (!st && has && max_items > n)
+        max_items = n;
+    const json_t *uq = view_get(v, "uniqueItems");
+    if (!st && uq && !json_is_boolean(uq))
+        st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/uniqueItems: must be true or false", path);
+    if (!st && min_items > n)
+        st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                          "schema: %s/minItems: %zu, but the items have only %zu values (each is chosen at most once)",
+                          view_path_of(v, "minItems"), min_items, n);
+    if (!st && min_items > max_items)
+        st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/minItems: %zu is greater than maxItems %zu",
+                          view_path_of(v, "minItems"), min_items, max_items);
+    int opt = 0;
+    if (!st)
+        st = read_optional(w, v, path, required, &opt);
+    if (!st && opt == 1)
+        st = refuse(w, "%s/x-optional: \"ask\" on an array is not supported (use \"skip\", or minItems 0)", path);
+    /* the group, then one boolean field per value */
+    tl_dschema *s = w->s;
+    size_t gi = s->n_groups;
+    if (!st && !grow((void **)&s->groups, &w->cap_groups, s->n_groups, sizeof *s->groups))
+        st = nomem(w->err);
+    if (!st) {
+        tl_dgroup *g = &s->groups[s->n_groups++];
+        memset(g, 0, sizeof *g);
+        g->path = dup_str(path);
+        g->segs = segs_copy(segs, n_segs, NULL);
+        g->n_segs = n_segs;
+        g->key = g->segs ? segs_join(g->segs, n_segs) : NULL;
+        g->first = s->n_fields;
+        g->n = n;
+        g->min_items = min_items;
+        g->max_items = max_items;
+        g->skip = skip || opt == 2;
+        if (!g->path || !g->segs || !g->key)
+            st = nomem(w->err);
+    }
+    const json_t *xname = view_get(v, "x-name");
+    if (!st && xname && (!json_is_string(xname) || !json_string_length(xname)))
+        st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-name: must be a non-empty string", path);
+    const json_t *q = NULL;
+    const char *qkeys[3] = {"question", "description", "title"};
+    for (int i = 0; i < 3 && !q && !st; i++)
+        if ((q = view_get(v, qkeys[i])) && !json_is_string(q))
+            st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/%s: must be a string", view_path_of(v, qkeys[i]),
+                              qkeys[i]);
+    for (size_t i = 0; i < n && !st; i++) {
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", i);
+        tl_strbuf fp = TL_STRBUF_INIT;
+        tl_strbuf_printf(&fp, "%s/items/%zu", path, i);
+        tl_dfield *f;
+        st = new_field(w, tl_strbuf_cstr(&fp), segs, n_segs, idx, &f);
+        tl_strbuf_free(&fp);
+        if (st)
+            break;
+        size_t fi = s->n_fields - 1;
+        f->group = (long)gi;
+        f->group_item = i;
+        f->kind = TL_DFIELD_BOOLEAN;
+        f->required = required;
+        f->skip = s->groups[gi].skip;
+        if ((st = field_add_value(w, f, json_true(), f->path, NULL)) ||
+            (st = field_add_value(w, f, json_false(), f->path, NULL)))
+            break;
+        tl_strbuf nm = TL_STRBUF_INIT, qq = TL_STRBUF_INIT;
+        if (xname)
+            tl_strbuf_puts(&nm, json_string_value(xname));
+        else if (n_segs > 1)
+            tl_strbuf_printf(&nm, "/%s", s->groups[gi].key);
+        else
+            tl_strbuf_puts(&nm, s->groups[gi].key);
+        tl_strbuf_printf(&qq, "%s Does it include %s?", q ? json_string_value(q) : tl_strbuf_cstr(&nm),
+                         tmp.value_json[i]);
+        if (tmp.value_descs[i])
+            tl_strbuf_printf(&qq, " (%s: %s)", tmp.value_json[i], tmp.value_descs[i]);
+        f->name = tl_strbuf_detach(&nm);
+        f->question = tl_strbuf_detach(&qq);
+        if (!f->name || !f->question)
+            st = nomem(w->err);
+        if (!st)
+            st = record_deps(w, wd, fi, v, path);
+    }
+    /* the item values live on in the group's fields' questions; the group keeps them through field 0..n */
+    if (!st) {
+        tl_dgroup *g = &s->groups[gi];
+        g->values = tmp.values;
+        g->value_keys = tmp.value_keys;
+        tmp.values = NULL;
+        tmp.value_keys = NULL;
+        tmp.n_values = 0;
+    }
+    for (size_t i = 0; i < tmp.n_values; i++) {
+        json_decref(tmp.values[i]);
+        free(tmp.value_keys[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(tmp.value_json ? tmp.value_json[i] : NULL);
+        free(tmp.value_descs ? tmp.value_descs[i] : NULL);
+    }
+    free(tmp.values), free(tmp.value_keys), free(tmp.value_json), free(tmp.value_descs);
+    tl_strbuf_free(&ip);
+    if (!st)
+        st = add_node(w, TL_DNODE_GROUP, gi);
+    return st;
+}
+
+static tl_status walk_object(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs,
+                             size_t n_segs, bool skip, int depth);
+
+/* One property of an object. */
+static tl_status add_property(walk *w, walk_deps *wd, const json_t *prop, const char *path, char *const *segs,
+                              size_t n_segs, bool required, bool skip, int depth) {
+    prop_view v;
+    tl_status st = view_build(w, prop, path, &v);
+    bool nullable = false;
+    const char *type = NULL;
+    if (!st)
+        st = view_type(w, &v, path, &type, &nullable);
+    /* Optional[Model] / Optional[list[...]]: anyOf [X, {"type":"null"}] with X
+     * an object or array is decided as X (null is not offered). */
+    prop_view inner = {0};
+    prop_view *use = &v;
+    const char *alt = view_get(&v, "oneOf") ? "oneOf" : view_get(&v, "anyOf") ? "anyOf" : NULL;
+    if (!st && !type && alt && json_is_array(view_get(&v, alt))) {
+        const json_t *arr = view_get(&v, alt);
+        long other = -1;
+        size_t n_null = 0;
+        for (size_t i = 0; i < json_array_size(arr) && !st; i++) {
+            prop_view mv;
+            tl_strbuf mp = TL_STRBUF_INIT;
+            tl_strbuf_printf(&mp, "%s/%s/%zu", view_path_of(&v, alt), alt, i);
+            st = view_build(w, json_array_get(arr, i), tl_strbuf_cstr(&mp), &mv);
+            const char *mt = NULL;
+            bool mn = false;
+            if (!st)
+                st = view_type(w, &mv, tl_strbuf_cstr(&mp), &mt, &mn);
+            if (!st && mt && !strcmp(mt, "null") && !view_get(&mv, "enum") && !view_get(&mv, "const"))
+                n_null++;
+            else if (!st && (is_object_view(&mv, mt) || (mt && !strcmp(mt, "array"))))
+                other = other == -1 ? (long)i : -2;
+            else
+                other = -3;
+            view_free(&mv);
+            tl_strbuf_free(&mp);
+        }
+        if (!st && other >= 0 && n_null + 1 == json_array_size(arr)) {
+            for (size_t i = 0; i < v.n && !st; i++) {
+                st = view_push(w, &inner, v.layer[i], v.lpath[i]);
+                if (!st)
+                    inner.outer[inner.n - 1] = true;
+            }
+            tl_strbuf mp = TL_STRBUF_INIT;
+            tl_strbuf_printf(&mp, "%s/%s/%ld", view_path_of(&v, alt), alt, other);
+            if (!st)
+                st = view_add(w, &inner, json_array_get(arr, (size_t)other), tl_strbuf_cstr(&mp), 0);
+            tl_strbuf_free(&mp);
+            if (!st)
+                st = view_type(w, &inner, path, &type, &nullable);
+            use = &inner;
+        }
+    }
+    if (!st) {
+        if (is_object_view(use, type)) {
+            int opt = 0;
+            st = read_optional(w, use, path, required, &opt);
+            if (!st && opt == 1)
+                st = refuse(w, "%s/x-optional: \"ask\" on an object is not supported (use \"skip\")", path);
+            if (!st)
+                st = walk_object(w, wd, use, path, segs, n_segs, skip || opt == 2, depth + 1);
+        } else if (type && !strcmp(type, "array")) {
+            st = add_array(w, wd, use, path, segs, n_segs, required, skip);
+        } else {
+            st = add_leaf(w, wd, use, path, segs, n_segs, required, skip);
+        }
+    }
+    view_free(&inner);
+    view_free(&v);
+    return st;
+}
+
+static tl_status walk_object(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs,
+                             size_t n_segs, bool skip, int depth) {
+    if (depth > NEST_MAX_DEPTH)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: objects nest deeper than %d", path, NEST_MAX_DEPTH);
+    tl_status st = view_check(w, v, KW_OBJ | (depth == 0 ? KW_ROOT : 0), depth == 0 ? "the root object" : "an object");
+    if (st)
+        return st;
+    const json_t *add = view_get(v, "additionalProperties");
+    if (add && !json_is_boolean(add) && !json_is_object(add))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/additionalProperties: must be a boolean or a schema",
+                            view_path_of(v, "additionalProperties"));
+    const json_t *props = view_get(v, "properties");
+    const char *pp = view_path_of(v, "properties");
+    if (!props)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/properties: missing (the fields to decide, in order)",
+                            path);
+    if (!json_is_object(props))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/properties: must be an object", pp);
+    if (json_object_size(props) == 0)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/properties: no fields to decide", pp);
+    if (json_object_size(props) > TL_DSCHEMA_MAX_FIELDS)
+        return tl_error_set(w->err, TL_ERR_LIMIT, "schema: %s/properties: %zu fields; at most %d", pp,
+                            json_object_size(props), TL_DSCHEMA_MAX_FIELDS);
+    const json_t *req = view_get(v, "required");
+    const char *rp = view_path_of(v, "required");
+    if (req) {
+        if (!json_is_array(req))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/required: must be an array of field names", rp);
+        for (size_t i = 0; i < json_array_size(req); i++) {
+            const json_t *r = json_array_get(req, i);
+            if (!json_is_string(r) || !json_object_get(props, json_string_value(r)))
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/required/%zu: %s", rp, i,
+                                    json_is_string(r) ? "names no property" : "must be a string");
+        }
+    }
+    if (depth > 0) {
+        tl_dschema *s = w->s;
+        if (!grow((void **)&s->objects, &w->cap_objects, s->n_objects, sizeof *s->objects))
+            return nomem(w->err);
+        tl_dobject *o = &s->objects[s->n_objects++];
+        memset(o, 0, sizeof *o);
+        o->path = dup_str(path);
+        o->segs = segs_copy(segs, n_segs, NULL);
+        o->n_segs = n_segs;
+        o->skip = skip;
+        if (!o->path || !o->segs)
+            return nomem(w->err);
+        if ((st = add_node(w, TL_DNODE_OBJECT, s->n_objects - 1)))
+            return st;
+    }
     const char *key;
     const json_t *prop;
     json_object_foreach((json_t *)props, key, prop) {
-        tl_dfield *f = &s->fields[i++];
-        const json_t *d = json_object_get(prop, "depends_on");
+        tl_strbuf p = TL_STRBUF_INIT;
+        if (!tl_strbuf_puts(&p, path) || !tl_strbuf_puts(&p, "/properties") || !pointer_append(&p, key)) {
+            tl_strbuf_free(&p);
+            return nomem(w->err);
+        }
+        bool required = false;
+        for (size_t i = 0; req && i < json_array_size(req); i++)
+            required |= !strcmp(json_string_value(json_array_get(req, i)), key);
+        w->cur_props = props;
+        char **sg = segs_copy(segs, n_segs, key);
+        st = sg ? add_property(w, wd, prop, tl_strbuf_cstr(&p), sg, n_segs + 1, required, skip, depth)
+                : nomem(w->err);
+        free_segs(sg, n_segs + 1);
+        tl_strbuf_free(&p);
+        if (st)
+            return st;
+    }
+    return TL_OK;
+}
+
+/* ---- depends_on ---------------------------------------------------------- */
+
+/* The fields a depends_on name stands for: a field, a multi-label array (all
+ * its values) or an object (every field under it); a leading '/' allowed. */
+static size_t resolve_name(const tl_dschema *s, const char *name, size_t *out) {
+    if (name[0] == '/')
+        name++;
+    size_t n = 0, len = strlen(name);
+    for (size_t i = 0; i < s->n_fields; i++) {
+        const char *k = s->fields[i].key;
+        if (!strcmp(k, name) || (len && !strncmp(k, name, len) && k[len] == '/'))
+            out[n++] = i;
+    }
+    return n;
+}
+
+static tl_status parse_deps(walk *w, walk_deps *wd) {
+    tl_dschema *s = w->s;
+    tl_error *err = w->err;
+    size_t *tmp = calloc(s->n_fields + 1, sizeof *tmp);
+    if (!tmp)
+        return nomem(err);
+    for (size_t i = 0; i < s->n_fields; i++) {
+        tl_dfield *f = &s->fields[i];
+        const json_t *d = i < wd->cap ? wd->src[i].deps : NULL;
+        const char *dpath = i < wd->cap && wd->src[i].path ? wd->src[i].path : f->path;
         if (!d && f->domain_from < 0)
             continue;
-        if (d && !json_is_array(d))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on: must be an array of field names", f->path);
-        f->deps = calloc(json_array_size(d) + 2, sizeof *f->deps);
-        if (!f->deps)
+        if (d && !json_is_array(d)) {
+            free(tmp);
+            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on: must be an array of field names", dpath);
+        }
+        size_t cap = 1;
+        for (size_t j = 0; d && j < json_array_size(d); j++) {
+            const json_t *nm = json_array_get(d, j);
+            cap += json_is_string(nm) ? resolve_name(s, json_string_value(nm), tmp) : 0;
+        }
+        f->deps = calloc(cap + 1, sizeof *f->deps);
+        if (!f->deps) {
+            free(tmp);
             return nomem(err);
+        }
         if (f->domain_from >= 0) {
             /* x-domain-from needs the open field's answer first */
             f->deps[f->n_deps++] = (size_t)f->domain_from;
             s->any_deps = true;
         }
-        for (size_t j = 0; j < json_array_size(d); j++) {
+        for (size_t j = 0; d && j < json_array_size(d); j++) {
             const json_t *nm = json_array_get(d, j);
-            long idx = json_is_string(nm) ? tl_dschema_find(s, json_string_value(nm)) : -1;
-            if (!json_is_string(nm))
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on/%zu: must be a field name", f->path, j);
-            if (idx < 0)
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on/%zu: unknown field '%s'", f->path, j,
+            if (!json_is_string(nm)) {
+                free(tmp);
+                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on/%zu: must be a field name", dpath, j);
+            }
+            size_t k = resolve_name(s, json_string_value(nm), tmp);
+            if (!k) {
+                free(tmp);
+                return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on/%zu: unknown field '%s'", dpath, j,
                                     json_string_value(nm));
-            bool dup = false;
-            for (size_t k = 0; k < f->n_deps; k++)
-                dup |= f->deps[k] == (size_t)idx;
-            if (!dup)
-                f->deps[f->n_deps++] = (size_t)idx;
+            }
+            for (size_t x = 0; x < k; x++) {
+                bool dup = false;
+                for (size_t y = 0; y < f->n_deps; y++)
+                    dup |= f->deps[y] == tmp[x];
+                if (!dup)
+                    f->deps[f->n_deps++] = tmp[x];
+            }
             s->any_deps = true;
         }
     }
+    free(tmp);
     /* Cycle check: depth-first search with colours; report the cycle's path. */
     size_t n = s->n_fields;
     unsigned char *colour = calloc(n, 1); /* 0 new, 1 on stack, 2 done */
@@ -648,8 +1694,9 @@ static tl_status parse_deps(tl_dschema *s, const json_t *props, tl_error *err) {
                 for (size_t k = from; k < sp; k++)
                     tl_strbuf_printf(&cyc, "%s -> ", s->fields[stack[k]].key);
                 tl_strbuf_puts(&cyc, s->fields[nxt].key);
-                st = tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on: dependency cycle %s",
-                                  s->fields[cur].path, tl_strbuf_cstr(&cyc));
+                const char *cp = cur < wd->cap && wd->src[cur].path ? wd->src[cur].path : s->fields[cur].path;
+                st = tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/depends_on: dependency cycle %s", cp,
+                                  tl_strbuf_cstr(&cyc));
                 tl_strbuf_free(&cyc);
             } else if (colour[nxt] == 0) {
                 colour[nxt] = 1;
@@ -664,88 +1711,64 @@ static tl_status parse_deps(tl_dschema *s, const json_t *props, tl_error *err) {
 
 /* ---- the schema ---------------------------------------------------------- */
 
-static tl_status top_text(const json_t *schema, const char *key, char **out, tl_error *err) {
+static tl_status top_text(walk *w, const json_t *schema, const char *key, char **out) {
     const json_t *t = json_object_get(schema, key);
     if (!t)
         return TL_OK;
     if (!json_is_string(t))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /%s: must be a string", key);
-    return (*out = dup_str(json_string_value(t))) ? TL_OK : nomem(err);
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: /%s: must be a string", key);
+    return (*out = dup_str(json_string_value(t))) ? TL_OK : nomem(w->err);
 }
 
-static tl_status parse_into(const json_t *schema, tl_dschema *s, tl_error *err) {
+static tl_status parse_into(walk *w, walk_deps *wd, const json_t *schema) {
+    tl_dschema *s = w->s;
     if (!json_is_object(schema))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /: must be a JSON object, got %s",
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: /: must be a JSON object, got %s",
                             json_is_array(schema) ? "an array" : json_is_string(schema) ? "a string" : "a scalar");
     const json_t *type = json_object_get(schema, "type");
     if (type && !(json_is_string(type) && !strcmp(json_string_value(type), "object")))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /type: the schema must be {\"type\":\"object\"}");
-    tl_status st = top_text(schema, "title", &s->title, err);
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: /type: the schema must be {\"type\":\"object\"}");
+    const json_t *xs = json_object_get(schema, "x-strict");
+    if (xs && !json_is_boolean(xs))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: /x-strict: must be true or false");
+    if (json_is_true(xs))
+        w->opts.strict = true;
+    tl_status st = top_text(w, schema, "title", &s->title);
     if (!st)
-        st = top_text(schema, "description", &s->description, err);
+        st = top_text(w, schema, "description", &s->description);
     if (st)
         return st;
-    const json_t *props = json_object_get(schema, "properties");
-    if (!props)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /properties: missing (the fields to decide, in order)");
-    if (!json_is_object(props))
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /properties: must be an object");
-    size_t n = json_object_size(props);
-    if (n == 0)
-        return tl_error_set(err, TL_ERR_SCHEMA, "schema: /properties: no fields to decide");
-    if (n > TL_DSCHEMA_MAX_FIELDS)
-        return tl_error_set(err, TL_ERR_LIMIT, "schema: /properties: %zu fields; at most %d", n, TL_DSCHEMA_MAX_FIELDS);
-    s->fields = calloc(n, sizeof *s->fields);
-    if (!s->fields)
-        return nomem(err);
-
-    const char *key;
-    const json_t *prop;
-    json_object_foreach((json_t *)props, key, prop) {
-        tl_dfield *f = &s->fields[s->n_fields++];
-        tl_strbuf path = TL_STRBUF_INIT;
-        if (!tl_strbuf_puts(&path, "/properties") || !pointer_append(&path, key)) {
-            tl_strbuf_free(&path);
-            return nomem(err);
-        }
-        f->path = tl_strbuf_detach(&path);
-        f->key = dup_str(key);
-        if (!f->path || !f->key)
-            return nomem(err);
-        if (!json_is_object(prop))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s: must be a schema object", f->path);
-        prop_view v;
-        if ((st = view_build(schema, prop, f->path, &v, err)) || (st = field_parse_kind_and_values(f, &v, err)) ||
-            (st = field_parse_texts(f, &v, err)) || (st = field_parse_open(s, s->n_fields - 1, &v, props, err)))
-            return st;
-    }
-
-    const json_t *req = json_object_get(schema, "required");
-    if (req) {
-        if (!json_is_array(req))
-            return tl_error_set(err, TL_ERR_SCHEMA, "schema: /required: must be an array of field names");
-        for (size_t i = 0; i < json_array_size(req); i++) {
-            const json_t *r = json_array_get(req, i);
-            long idx = json_is_string(r) ? tl_dschema_find(s, json_string_value(r)) : -1;
-            if (idx < 0)
-                return tl_error_set(err, TL_ERR_SCHEMA, "schema: /required/%zu: %s", i,
-                                    json_is_string(r) ? "names no property" : "must be a string");
-            s->fields[idx].required = true;
-        }
-    }
-    return parse_deps(s, props, err);
+    prop_view v;
+    if ((st = view_build(w, schema, "", &v)))
+        return st;
+    st = walk_object(w, wd, &v, "", NULL, 0, false, 0);
+    view_free(&v);
+    if (st)
+        return st;
+    return parse_deps(w, wd);
 }
 
-tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err) {
+tl_status tl_dschema_parse_opts(const json_t *schema, const tl_dschema_opts *opts, tl_dschema **out, tl_error *err) {
     *out = NULL;
     tl_dschema *s = calloc(1, sizeof *s);
     if (!s)
         return nomem(err);
-    tl_status st = parse_into(schema, s, err);
+    walk w = {.root = schema, .s = s, .err = err};
+    if (opts)
+        w.opts = *opts;
+    walk_deps wd = {0};
+    tl_status st = parse_into(&w, &wd, schema);
+    for (size_t i = 0; i < wd.cap && wd.src; i++)
+        free(wd.src[i].path);
+    free(wd.src);
     if (st) {
         tl_dschema_free(s);
         return st;
     }
     *out = s;
     return TL_OK;
+}
+
+tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err) {
+    return tl_dschema_parse_opts(schema, NULL, out, err);
 }

@@ -24,7 +24,9 @@ typedef enum tl_dfield_kind {
     TL_DFIELD_BOOLEAN,      /* {"type":"boolean"}: true, false */
     TL_DFIELD_SCORE,        /* {"type":"number","format":"score"}: 0.0, 0.1, ..., 1.0 */
     TL_DFIELD_INTEGER,      /* {"type":"integer"} without enum: generated under the number automaton */
-    TL_DFIELD_NUMBER        /* {"type":"number"} without enum: likewise */
+    TL_DFIELD_NUMBER,       /* {"type":"number"} without enum: likewise */
+    TL_DFIELD_UNION,        /* declared values of mixed JSON types (anyOf/oneOf of consts, enums, booleans, null) */
+    TL_DFIELD_STRING        /* {"type":"string"} without enum: generated text (minLength, maxLength, pattern, format) */
 } tl_dfield_kind;
 
 typedef struct tl_dfield {
@@ -49,7 +51,49 @@ typedef struct tl_dfield {
     size_t max_length;    /* the written value's limit in code points ("maxLength"; default TL_DFIELD_OPEN_MAX_LENGTH) */
     int max_tokens;       /* token limit of the written value ("x-max-tokens"; 0: 4 * max_length + 16) */
     long domain_from;     /* "x-domain-from": earlier open field whose written values join this domain; -1 */
+    /* Where the value goes in the result: the property keys from the root
+     * ({"customer": {"tier": ...}} -> "customer", "tier"); key is them joined by '/'. */
+    char **segs;
+    size_t n_segs;
+    bool nullable;        /* null is one of the values (anyOf/oneOf with {"type":"null"}, type [T,"null"], nullable) */
+    bool constant;        /* "const" (or a one-value domain from const): known without asking; probability 1 */
+    bool skip;            /* "x-optional": "skip": never asked, left out of the result */
+    size_t absent;        /* index of the declared "absent" value ("x-optional": "ask"), or SIZE_MAX */
+    long group;           /* the multi-label array (tl_dschema.groups) this yes/no decision is one value of, or -1 */
+    size_t group_item;    /* which of the group's values */
+    /* TL_DFIELD_STRING: max_length above; min_length, pattern (a regex over
+     * the value, enforced during generation; NULL: any text) */
+    size_t min_length;
+    char *pattern;
 } tl_dfield;
+
+/* An array of an enum/boolean item ({"type":"array","items":{"enum":[...]}}):
+ * multi-label. Each value is one yes/no field (fields[first .. first + n));
+ * the chosen set is the most probable one with min_items..max_items members. */
+typedef struct tl_dgroup {
+    char *key, *path;
+    char **segs;
+    size_t n_segs;
+    size_t first, n;
+    size_t min_items, max_items;
+    bool skip;            /* x-optional: skip */
+    json_t **values;      /* n: the item values (field first + i decides values[i]) */
+    char **value_keys;    /* n: their text, the probabilities' keys */
+} tl_dgroup;
+
+/* Result layout: objects, fields and groups in schema order (depth-first). */
+typedef enum tl_dnode_kind { TL_DNODE_OBJECT = 1, TL_DNODE_FIELD, TL_DNODE_GROUP } tl_dnode_kind;
+typedef struct tl_dnode {
+    tl_dnode_kind kind;
+    size_t index;         /* into fields / groups; objects: into objects */
+} tl_dnode;
+
+typedef struct tl_dobject {
+    char *path;           /* JSON pointer of its schema */
+    char **segs;          /* property keys from the root */
+    size_t n_segs;
+    bool skip;            /* x-optional: skip (its fields are skipped too) */
+} tl_dobject;
 
 #define TL_DFIELD_OPEN_MAX_LENGTH 256
 #define TL_DFIELD_OPEN_MAX_LENGTH_LIMIT 4096
@@ -60,11 +104,24 @@ typedef struct tl_dschema {
     size_t n_fields;
     tl_dfield *fields;
     bool any_deps;        /* some field declares depends_on */
+    tl_dgroup *groups;
+    size_t n_groups;
+    tl_dobject *objects;  /* nested objects (not the root) */
+    size_t n_objects;
+    tl_dnode *nodes;
+    size_t n_nodes;
+    char **warnings;      /* --lenient: what was ignored, with its JSON path */
+    size_t n_warnings;
 } tl_dschema;
+
+typedef struct tl_dschema_opts {
+    bool lenient;         /* unknown and unhonourable keywords are warnings, not errors */
+    bool strict;          /* refuse free text (strings without enum), as "x-strict": true does */
+} tl_dschema_opts;
 
 /* True for fields generated token by token (integer/number without enum). */
 static inline bool tl_dfield_generated(const tl_dfield *f) {
-    return f->kind == TL_DFIELD_INTEGER || f->kind == TL_DFIELD_NUMBER;
+    return f->kind == TL_DFIELD_INTEGER || f->kind == TL_DFIELD_NUMBER || f->kind == TL_DFIELD_STRING;
 }
 
 /* Candidates scored for a categorical field: its values, plus the open choice. */
@@ -74,15 +131,20 @@ static inline size_t tl_dfield_n_choices(const tl_dfield *f) { return f->n_value
  * domain). *added = false, TL_OK when it is already there or the domain is full. */
 tl_status tl_dfield_add_string(tl_dfield *f, const char *text, bool *added, tl_error *err);
 
-/* Parses and validates; *out is freed with tl_dschema_free. */
+/* Parses and validates; *out is freed with tl_dschema_free. opts may be NULL. */
 tl_status tl_dschema_parse(const json_t *schema, tl_dschema **out, tl_error *err);
+tl_status tl_dschema_parse_opts(const json_t *schema, const tl_dschema_opts *opts, tl_dschema **out, tl_error *err);
 void tl_dschema_free(tl_dschema *s);
 
-/* Index of the field with property key `key`, or -1. */
+/* Index of the field with key `key` ("tier", "customer/tier"; a leading '/'
+ * is allowed), or -1. */
 long tl_dschema_find(const tl_dschema *s, const char *key);
 
 /* Index of the value of field f equal to v (numbers compared by value), or -1. */
 long tl_dfield_value_index(const tl_dfield *f, const json_t *v);
+
+/* The built-in pattern of a string format ("date", "email", ...) or NULL. */
+const char *tl_dschema_format_pattern(const char *format);
 
 /* Shortest text of a JSON number that reads back to the same value
  * (integers as integers, reals always with a '.' or exponent). buf >= 32 bytes. */

@@ -21,11 +21,15 @@
 
 #include "engine/attention.h"
 #include "engine/forward.h"
+#include "engine/deltanet.h"
+#include "engine/moe.h"
 #include "util/error.h"
 
 void fwd_scratch_free(fwd_scratch *sc) {
     free(sc->buf);
     free(sc->scores);
+    tl_moe_scratch_free(sc->moe);
+    tl_dnet_scratch_free(sc->dnet);
     tl_attn_scratch_free(&sc->att);
     memset(sc, 0, sizeof *sc);
 }
@@ -206,6 +210,29 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
+/* Gated q (qwen35): the attn_q output row, [query; gate] per head, in f:
+ * the queries go to q, the gates stay in f for out_gate_rows. */
+static void q_gate_split_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    int64_t dk = P->w->head_dim_k, nq = (int64_t)P->m->n_head * dk;
+    for (int64_t t = b; t < e; t++)
+        for (int32_t hd = 0; hd < P->m->n_head; hd++)
+            memcpy(P->q + t * nq + hd * dk, P->f + t * P->fused_stride + 2 * hd * dk, sizeof(float) * (size_t)dk);
+}
+
+/* The attention output in h times sigmoid(gate) (qwen35). */
+static void out_gate_rows(void *arg, int64_t b, int64_t e, int thread) {
+    pass *P = arg;
+    int64_t dk = P->w->head_dim_k, dv = P->w->head_dim_v;
+    for (int64_t t = b; t < e; t++)
+        for (int32_t hd = 0; hd < P->m->n_head; hd++) {
+            float *o = P->h + t * P->h_stride + hd * dv;
+            const float *g = P->f + t * P->fused_stride + 2 * hd * dk + dk;
+            for (int64_t i = 0; i < dv; i++)
+                o[i] *= 1.0f / (1.0f + expf(-g[i]));
+        }
+}
+
 /* g = act(gate) * up, from g and u, or from the fused [gate; up] rows in f. */
 static void glu_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
@@ -242,6 +269,10 @@ static void residual_rows_with(pass *P, const float *post_norm, int64_t b, int64
 
 static void attn_residual_rows(void *arg, int64_t b, int64_t e, int thread) {
     pass *P = arg;
+    if (P->w->bo) /* gpt-oss: the output projection's bias */
+        for (int64_t t = b; t < e; t++)
+            for (int64_t i = 0; i < P->m->n_embd; i++)
+                P->u[t * P->m->n_embd + i] += P->w->bo[i];
     residual_rows_with(P, P->w->post_attn_norm, b, e);
 }
 
@@ -277,6 +308,8 @@ static int64_t fused_floats(const tl_model *m) {
             most = w->wqkv.n_out;
         if (!w->w_gate.data && w->w_up.n_out > most)
             most = w->w_up.n_out;
+        if ((m->desc->flags & TL_AF_GATED_Q) && w->wq.n_out > most)
+            most = w->wq.n_out;
     }
     return most;
 }
@@ -345,33 +378,54 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
         int64_t nq = (int64_t)m->n_head * w->head_dim_k, nv = (int64_t)w->n_head_kv * w->head_dim_v;
         P.h_stride = (int64_t)m->n_head * w->head_dim_v;
         tl_pool_run(pool, n_tok, g_embd, attn_norm_rows, &P);
-        if (w->wqkv.data) {
-            P.fused_stride = w->wqkv.n_out;
-            tl_matmul(pool, &w->wqkv, P.h, n_tok, P.f);
-            tl_pool_run(pool, n_tok, grain_for(w->wqkv.n_out), qkv_split_rows, &P);
+        bool gated_q = m->desc->flags & TL_AF_GATED_Q;
+        if (w->recurrent) {
+            /* gated delta net: the layer's state instead of attention */
+            if ((st = tl_dnet_forward(m->dnet, l, m->n_embd, pool, &sc->dnet, toks, n_tok, P.h, P.u, err)) != TL_OK)
+                return st;
         } else {
-            tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
-            tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
-            if (w->wv.data)
-                tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
+            if (w->wqkv.data) {
+                P.fused_stride = w->wqkv.n_out;
+                tl_matmul(pool, &w->wqkv, P.h, n_tok, P.f);
+                tl_pool_run(pool, n_tok, grain_for(w->wqkv.n_out), qkv_split_rows, &P);
+            } else {
+                if (gated_q) {
+                    P.fused_stride = w->wq.n_out;
+                    tl_matmul(pool, &w->wq, P.h, n_tok, P.f);
+                    tl_pool_run(pool, n_tok, grain_for(w->wq.n_out), q_gate_split_rows, &P);
+                } else {
+                    tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
+                }
+                tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
+                if (w->wv.data)
+                    tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
+            }
+            tl_pool_run(pool, n_tok, grain_for(nq + nv), qk_prepare_rows, &P);
+            /* attention output (n_tok, n_head * head_dim_v) goes into h */
+            tl_attn_params ap = {
+                .scale = w->attn_scale, .softcap = m->attn_softcap, .window = w->window, .sinks = w->sinks};
+            if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
+                return st;
+            if (gated_q)
+                tl_pool_run(pool, n_tok, grain_for(P.h_stride), out_gate_rows, &P);
+            tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         }
-        tl_pool_run(pool, n_tok, grain_for(nq + nv), qk_prepare_rows, &P);
-        /* attention output (n_tok, n_head * head_dim_v) goes into h */
-        tl_attn_params ap = {.scale = w->attn_scale, .softcap = m->attn_softcap, .window = w->window};
-        if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
-            return st;
-        tl_matmul(pool, &w->wo, P.h, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, attn_residual_rows, &P);
         tl_pool_run(pool, n_tok, g_embd, ffn_norm_rows, &P);
-        if (w->w_gate.data) {
-            tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
-            tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+        if (m->moe) {
+            if ((st = tl_moe_ffn(m->moe, l, m->n_embd, pool, &sc->moe, P.h, n_tok, P.u, err)) != TL_OK)
+                return st;
         } else {
-            P.fused_stride = w->w_up.n_out;
-            tl_matmul(pool, &w->w_up, P.h, n_tok, P.f);
+            if (w->w_gate.data) {
+                tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
+                tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+            } else {
+                P.fused_stride = w->w_up.n_out;
+                tl_matmul(pool, &w->w_up, P.h, n_tok, P.f);
+            }
+            tl_pool_run(pool, n_tok, g_ff, glu_rows, &P);
+            tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
         }
-        tl_pool_run(pool, n_tok, g_ff, glu_rows, &P);
-        tl_matmul(pool, &w->w_down, P.g, n_tok, P.u);
         tl_pool_run(pool, n_tok, g_embd, ffn_residual_rows, &P);
     }
     if (hidden_out)

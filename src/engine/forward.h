@@ -28,6 +28,8 @@ typedef struct fwd_scratch {
     size_t score_stride;
     size_t cap_scores;
     tl_attn_scratch att; /* attention.c's */
+    struct tl_moe_scratch *moe; /* expert activations (moe.c) */
+    struct tl_dnet_scratch *dnet; /* recurrent-layer activations (deltanet.c) */
 } fwd_scratch;
 
 void fwd_scratch_free(fwd_scratch *sc);

@@ -14,6 +14,7 @@ void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes) {
     c->block_floats = (size_t)TL_KV_BLOCK * (size_t)m->kv_floats;
     c->node_bytes = sizeof(kv_node) + sizeof(float) * c->block_floats;
     c->budget_bytes = budget_bytes;
+    c->state_floats = (size_t)m->rstate_floats;
 }
 
 static void node_destroy(kv_node *nd) {
@@ -23,8 +24,10 @@ static void node_destroy(kv_node *nd) {
 }
 
 void kv_cache_free(kv_cache *c) {
-    for (size_t i = 0; i < c->n_nodes; i++)
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        kv_rstate_drop(c, c->nodes[i]);
         node_destroy(c->nodes[i]);
+    }
     free(c->nodes);
     free(c->root.children);
     memset(c, 0, sizeof *c);
@@ -43,6 +46,7 @@ static void detach_child(kv_node *parent, kv_node *child) {
 
 /* Removes a leaf from the tree and frees it. */
 static void remove_leaf(kv_cache *c, kv_node *nd) {
+    kv_rstate_drop(c, nd);
     detach_child(nd->parent, nd);
     size_t i = nd->index;
     c->nodes[i] = c->nodes[--c->n_nodes];
@@ -227,6 +231,8 @@ tl_status kv_seq_acquire(kv_cache *c, const int32_t *ids, int32_t n, kv_seq *s, 
             /* whole blocks (keys are transposed); rows >= l are overwritten before use */
             memcpy(cp->kv, ch->kv, sizeof(float) * c->block_floats);
             memcpy(cp->tokens, ch->tokens, sizeof(int32_t) * (size_t)l);
+            if (c->state_floats && (st = kv_rstate_copy(c, cp, ch, l, err)) != TL_OK)
+                return st; /* the caller's abort removes cp */
             cp->n_planned = l; /* n_ready stays 0 until commit: nobody matches it before */
             write = cp;
         }
@@ -284,5 +290,7 @@ void kv_seq_abort(kv_cache *c, kv_seq *s) {
 
 void kv_seq_free(kv_seq *s) {
     free(s->path);
+    free(s->rstate);
+    free(s->rsnap);
     memset(s, 0, sizeof *s);
 }

@@ -25,6 +25,15 @@
 #define TL_KV_BLOCK 16 /* attention.c scores a block as two 8-lane vectors */
 
 typedef struct kv_node kv_node;
+
+/* A recurrent-state snapshot (hybrid models, rstate.c): the state of every
+ * recurrent layer after the first `rows` tokens of its block, i.e. after
+ * position block_start + rows - 1 of every path through the block. */
+typedef struct kv_snap {
+    int32_t rows;
+    float *state;  /* tl_dnet.state_floats */
+} kv_snap;
+
 struct kv_node {
     kv_node *parent;
     kv_node **children;
@@ -36,6 +45,8 @@ struct kv_node {
     size_t index;        /* in kv_cache.nodes */
     uint64_t last_used;  /* kv_cache.tick when last on a path */
     float *kv;           /* per layer l { K: kv_k(l) x TL_KV_BLOCK (transposed), V: TL_KV_BLOCK x kv_v(l) } */
+    kv_snap *snaps;      /* recurrent-state snapshots taken in this block, or NULL */
+    int32_t n_snaps;
 };
 
 typedef struct kv_cache {
@@ -49,6 +60,8 @@ typedef struct kv_cache {
     uint64_t tick;
     bool rope_long;      /* the session's context exceeds the model's original one: layers
                             with LongRoPE factors rotate by the long ones (the rows depend on it) */
+    size_t state_floats; /* recurrent state of one sequence (0: no recurrent layers) */
+    size_t snap_bytes;   /* held by snapshots, counted against the budget */
 } kv_cache;
 
 /* One sequence's hold on the cache during an evaluation: the path covering
@@ -60,11 +73,15 @@ typedef struct kv_seq {
     kv_node *extended;        /* node claimed for in-place extension, or NULL */
     int32_t extended_planned; /* its n_planned before the claim */
     int32_t first_new;        /* path index of the first node this sequence created */
+    /* recurrent layers (rstate.c): the working state during an evaluation, and
+     * a copy of it taken after position rsnap_pos - 1 on the way (-1: none) */
+    float *rstate, *rsnap;
+    int32_t rsnap_pos;
 } kv_seq;
 
 void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes);
 void kv_cache_free(kv_cache *c);
-static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes; }
+static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes + c->snap_bytes; }
 
 /* Keys are stored transposed within a block, so attention scores a whole
  * block of rows with vector loads and no horizontal sums: element d of row r
@@ -88,6 +105,23 @@ void kv_seq_commit(kv_cache *c, kv_seq *s);
 /* After a failure: removes the blocks this sequence created, unpins. */
 void kv_seq_abort(kv_cache *c, kv_seq *s);
 void kv_seq_free(kv_seq *s);
+
+/* ---- recurrent-state snapshots (rstate.c) ----------------------------------
+ * A hybrid model's recurrent layers carry a state instead of KV rows, so a
+ * cached prefix is only resumable where a snapshot of that state exists.
+ * Evaluations store one at the end of every sequence (and, for sequences
+ * with outputs, where their output positions start: what re-evaluating them
+ * needs); copy-on-write copies the snapshots of the shared rows. */
+
+/* The largest position p <= want at which s's path holds a snapshot (0: the
+ * empty state); loads it into s->rstate (allocated here) and returns p. */
+int32_t kv_rstate_resume(kv_cache *c, kv_seq *s, int32_t want, tl_error *err, tl_status *st);
+/* Stores state as the snapshot at position pos (>= 1) of s's path. */
+tl_status kv_rstate_store(kv_cache *c, kv_seq *s, int32_t pos, const float *state, tl_error *err);
+/* Copies src's snapshots of rows <= rows into dst (copy on write). */
+tl_status kv_rstate_copy(kv_cache *c, kv_node *dst, const kv_node *src, int32_t rows, tl_error *err);
+/* Frees a node's snapshots. */
+void kv_rstate_drop(kv_cache *c, kv_node *nd);
 
 /* Length of the longest ready prefix of ids[0..n) (no side effects). */
 int32_t kv_cache_lookup(const kv_cache *c, const int32_t *ids, int32_t n);

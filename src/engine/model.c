@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "engine/model_internal.h"
+#include "engine/deltanet.h"
+#include "engine/moe.h"
 #include "util/error.h"
 
 /* Hyperparameters beyond these are not a real model, and would only turn a
@@ -153,6 +155,13 @@ static const tl_arch_desc ARCHS[] = {
      .flags = TL_AF_NO_PRE_NORMS | TL_AF_POST_NORMS | TL_AF_QK_NORM_FULL | TL_AF_SWA_PLAIN_ROPE, .swa_period = 4},
     {.name = "granite", .arch = TL_ARCH_GRANITE, .flags = TL_AF_MULTIPLIERS},
     {.name = "mistral3", .arch = TL_ARCH_MISTRAL3, .flags = TL_AF_ATTN_TEMP},
+    {.name = "qwen2moe", .arch = TL_ARCH_QWEN2MOE, .rope_neox = true, .flags = TL_AF_QKV_BIAS | TL_AF_MOE},
+    {.name = "qwen3moe", .arch = TL_ARCH_QWEN3MOE, .rope_neox = true, .flags = TL_AF_QK_NORM_HEAD | TL_AF_MOE},
+    {.name = "gpt-oss", .arch = TL_ARCH_GPT_OSS, .rope_neox = true,
+     .flags = TL_AF_QKV_BIAS | TL_AF_O_BIAS | TL_AF_SINKS | TL_AF_FFN_NORM_POST_ATTN | TL_AF_MOE | TL_AF_SWA_SCALED,
+     .swa_period = 2},
+    {.name = "qwen35", .arch = TL_ARCH_QWEN35, .rope_neox = true,
+     .flags = TL_AF_QK_NORM_HEAD | TL_AF_GATED_Q | TL_AF_FFN_NORM_POST_ATTN | TL_AF_HYBRID},
 };
 
 const tl_arch_desc *tl_arch_find(const char *name) {
@@ -371,6 +380,8 @@ static void set_type_name(tl_model *m) {
             if (mats[i]->data && (unsigned)mats[i]->type < TL_TYPE_COUNT)
                 bytes_by_type[mats[i]->type] += (double)mats[i]->n_in * (double)mats[i]->n_out;
     }
+    if (m->moe)
+        tl_moe_count_types(m->moe, m->n_layer, bytes_by_type, TL_TYPE_COUNT);
     int best = 0;
     for (int t = 1; t < TL_TYPE_COUNT; t++)
         if (bytes_by_type[t] > bytes_by_type[best])
@@ -520,6 +531,19 @@ static tl_status load_hparams(loader *L, tl_error *err) {
         attn_scale = 1.0f; /* gemma4: q and k are RMS-normed, no 1/sqrt(d) */
     /* Gemma 2/3 27B scale by n_embd / n_head instead of the head size. */
     bool gemma_27b = (m->arch == TL_ARCH_GEMMA2 && m->n_layer == 46) || (m->arch == TL_ARCH_GEMMA3 && m->n_layer == 62);
+    if (d->flags & TL_AF_HYBRID) {
+        /* qwen35: every interval-th layer is full attention, the others recurrent */
+        if ((st = read_u32_key(L, "full_attention_interval", false, 4, &u, err)) != TL_OK)
+            return st;
+        if (u < 1 || u > (uint32_t)m->n_layer)
+            return tl_error_set(err, TL_ERR_FORMAT, "%s: %s.full_attention_interval = %u is out of range [1, %d]",
+                                L->path, m->arch_name, u, m->n_layer);
+        for (int32_t l = 0; l < m->n_layer; l++)
+            m->layers[l].recurrent = (uint32_t)(l + 1) % u != 0;
+    }
+    if (m->arch == TL_ARCH_GPT_OSS && !window)
+        return tl_error_set(err, TL_ERR_FORMAT, "%s: missing metadata key '%s.attention.sliding_window'", L->path,
+                            m->arch_name);
     m->max_q = m->max_kv_k = m->max_kv_v = m->kv_floats = 0;
     m->n_head_kv = 0;
     for (int32_t l = 0; l < m->n_layer; l++) {
@@ -532,6 +556,8 @@ static tl_status load_hparams(loader *L, tl_error *err) {
         w->out_scale = 1.0f;
         int64_t q = (int64_t)m->n_head * w->head_dim_k, k = (int64_t)w->n_head_kv * w->head_dim_k,
                 vv = (int64_t)w->n_head_kv * w->head_dim_v;
+        if (w->recurrent)
+            k = vv = 0; /* a recurrent state instead of KV rows */
         w->kv_off = m->kv_floats;
         m->kv_floats += k + vv;
         if (q > m->max_q) m->max_q = q;
@@ -593,6 +619,8 @@ static tl_status load_layer(loader *L, int32_t l, tl_error *err) {
     bool pre = !(fl & TL_AF_NO_PRE_NORMS);
     if ((st = load_vector(L, NAME("attn_norm.weight"), E, pre, &w->attn_norm, err)) != TL_OK)
         return st;
+    if (w->recurrent)
+        goto ffn; /* its mixer's tensors: tl_dnet_load */
     /* q/k/v: separate, or one fused attn_qkv (phi3); each with optional biases */
     if (tl_gguf_find_tensor(m->gguf, NAME("attn_qkv.weight"))) {
         const float *b;
@@ -606,7 +634,8 @@ static tl_status load_layer(loader *L, int32_t l, tl_error *err) {
         }
     } else {
         bool need_bias = fl & TL_AF_QKV_BIAS; /* llama files occasionally carry them too */
-        if ((st = load_matrix(L, NAME("attn_q.weight"), E, q_out, true, &w->wq, err)) ||
+        int64_t q_rows = (fl & TL_AF_GATED_Q) ? 2 * q_out : q_out; /* [query; gate] per head */
+        if ((st = load_matrix(L, NAME("attn_q.weight"), E, q_rows, true, &w->wq, err)) ||
             (st = load_matrix(L, NAME("attn_k.weight"), E, k_out, true, &w->wk, err)) ||
             (st = load_matrix(L, NAME("attn_v.weight"), E, v_out, !(fl & TL_AF_V_NORM), &w->wv, err)) ||
             (st = load_vector(L, NAME("attn_q.bias"), q_out, need_bias, &w->bq, err)) ||
@@ -620,7 +649,10 @@ static tl_status load_layer(loader *L, int32_t l, tl_error *err) {
             return tl_error_set(err, TL_ERR_FORMAT, "%s: missing tensor '%s'", L->path,
                                 w->bk ? NAME("attn_v.bias") : NAME("attn_k.bias"));
     }
-    if ((st = load_matrix(L, NAME("attn_output.weight"), o_in, E, true, &w->wo, err)) != TL_OK)
+    if ((st = load_matrix(L, NAME("attn_output.weight"), o_in, E, true, &w->wo, err)) != TL_OK ||
+        (st = load_vector(L, NAME("attn_output.bias"), E, fl & TL_AF_O_BIAS, &w->bo, err)) != TL_OK)
+        return st;
+    if ((fl & TL_AF_SINKS) && (st = load_vector(L, NAME("attn_sinks.weight"), m->n_head, true, &w->sinks, err)))
         return st;
     if (fl & (TL_AF_QK_NORM_HEAD | TL_AF_QK_NORM_FULL)) {
         bool full = fl & TL_AF_QK_NORM_FULL;
@@ -633,8 +665,12 @@ static tl_status load_layer(loader *L, int32_t l, tl_error *err) {
             (st = load_vector(L, NAME("post_ffw_norm.weight"), E, true, &w->post_ffn_norm, err)))
             return st;
     }
-    if ((st = load_vector(L, NAME("ffn_norm.weight"), E, pre, &w->ffn_norm, err)) != TL_OK)
+ffn:
+    if ((st = load_vector(L, (fl & TL_AF_FFN_NORM_POST_ATTN) ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
+                          E, pre, &w->ffn_norm, err)) != TL_OK)
         return st;
+    if (fl & TL_AF_MOE)
+        goto out_scale; /* experts: tl_moe_load */
     /* gate and up, or up holding [gate; up] (phi3) */
     bool fused = !tl_gguf_find_tensor(m->gguf, NAME("ffn_gate.weight")) &&
                  tl_gguf_find_tensor(m->gguf, NAME("ffn_up.weight")) &&
@@ -644,6 +680,7 @@ static tl_status load_layer(loader *L, int32_t l, tl_error *err) {
     if ((st = load_matrix(L, NAME("ffn_up.weight"), E, fused ? 2 * F : F, true, &w->w_up, err)) ||
         (st = load_matrix(L, NAME("ffn_down.weight"), F, E, true, &w->w_down, err)))
         return st;
+out_scale:;
     const float *os;
     if ((st = load_vector(L, NAME("layer_output_scale.weight"), 1, false, &os, err)) != TL_OK)
         return st;
@@ -679,20 +716,43 @@ static tl_status load_weights(loader *L, tl_error *err) {
     for (int32_t l = 0; l < m->n_layer; l++)
         if ((st = load_layer(L, l, err)) != TL_OK)
             return st;
+    uint32_t fl = m->desc->flags;
+    if (fl & TL_AF_MOE) {
+        tl_moe_spec spec = {.gating = TL_MOE_SOFTMAX_NORM, .act = TL_MOE_SWIGLU};
+        if (m->arch == TL_ARCH_QWEN2MOE)
+            spec.gating = TL_MOE_SOFTMAX, spec.shared_expert = true;
+        if (m->arch == TL_ARCH_GPT_OSS)
+            spec.gating = TL_MOE_TOPK_SOFTMAX, spec.act = TL_MOE_SWIGLU_OAI, spec.biases = true;
+        if ((st = tl_moe_load(m->gguf, L->path, m->arch_name, m->n_layer, m->n_embd, m->n_ff, &spec, &m->moe,
+                              err)) != TL_OK)
+            return st;
+    }
+    if (fl & TL_AF_HYBRID) {
+        bool *rec = malloc(sizeof(bool) * (size_t)m->n_layer);
+        if (!rec)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+        for (int32_t l = 0; l < m->n_layer; l++)
+            rec[l] = m->layers[l].recurrent;
+        st = tl_dnet_load(m->gguf, L->path, m->arch_name, m->n_layer, m->n_embd, m->norm_eps, rec, &m->dnet, err);
+        free(rec);
+        if (st != TL_OK)
+            return st;
+        m->rstate_floats = m->dnet->state_floats;
+    }
     return TL_OK;
 }
 
-tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) { return tl_model_load_ex(path, 0, out, err); }
-
-tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err) {
+/* The model over an opened file g (taken over, closed on failure). */
+static tl_status model_from_gguf(tl_gguf *g, const char *path, tl_model **out, tl_error *err) {
     *out = NULL;
     tl_model *m = calloc(1, sizeof *m);
-    if (!m)
+    if (!m) {
+        tl_gguf_close(g);
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    }
+    m->gguf = g;
     loader L = {.m = m, .path = path};
-    tl_status st = tl_gguf_open_ex(path, flags & TL_MODEL_NO_MMAP ? TL_GGUF_NO_MMAP : 0, &m->gguf, err);
-    if (st != TL_OK)
-        goto fail;
+    tl_status st;
 
     const char *arch = tl_gguf_arch(m->gguf);
     m->desc = tl_arch_find(arch);
@@ -707,11 +767,16 @@ tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_
 
     if ((st = load_hparams(&L, err)) != TL_OK)
         goto fail;
-    /* Every vector: per layer 4 norms, q/k/v biases, q/k norms (at most a
-     * whole projection each), the output scale; the output norm; RoPE factors. */
-    L.vec_cap = (size_t)m->n_layer * (4 * (size_t)m->n_embd + 2 * (size_t)(m->max_q + m->max_kv_k) +
-                                      (size_t)m->max_kv_v + 1) +
+    /* Every vector: per layer 4 norms, q/k/v/o biases, q/k norms (at most a
+     * whole projection each), sinks, the output scale; the output norm; RoPE factors. */
+    L.vec_cap = (size_t)m->n_layer * (5 * (size_t)m->n_embd + 2 * (size_t)(m->max_q + m->max_kv_k) +
+                                      (size_t)m->max_kv_v + (size_t)m->n_head + 1) +
                 (size_t)m->n_embd + 3 * (size_t)MAX_HEAD_DIM;
+    /* every vector is a tensor of the file, at least 2 bytes per value: a
+     * header with huge dimensions cannot make this allocation huge */
+    size_t file_cap = (size_t)(tl_gguf_file_size(m->gguf) / 2) + 3 * (size_t)MAX_HEAD_DIM;
+    if (L.vec_cap > file_cap)
+        L.vec_cap = file_cap;
     m->vectors = malloc(sizeof(float) * L.vec_cap);
     if (!m->vectors) {
         st = tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory for %d layers", path, m->n_layer);
@@ -746,12 +811,30 @@ fail:
     return st;
 }
 
+tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) { return tl_model_load_ex(path, 0, out, err); }
+
+tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err) {
+    *out = NULL;
+    tl_gguf *g = NULL;
+    tl_status st = tl_gguf_open_ex(path, flags & TL_MODEL_NO_MMAP ? TL_GGUF_NO_MMAP : 0, &g, err);
+    return st != TL_OK ? st : model_from_gguf(g, path, out, err);
+}
+
+tl_status tl_model_load_memory(const void *data, size_t len, const char *name, tl_model **out, tl_error *err) {
+    *out = NULL;
+    tl_gguf *g = NULL;
+    tl_status st = tl_gguf_open_memory(data, len, name, &g, err);
+    return st != TL_OK ? st : model_from_gguf(g, name, out, err);
+}
+
 void tl_model_free(tl_model *m) {
     if (!m)
         return;
     tl_vocab_free(m->vocab);
     tl_gguf_close(m->gguf);
     free(m->layers);
+    tl_moe_free(m->moe);
+    tl_dnet_free(m->dnet);
     free(m->vectors);
     for (int32_t i = 0; i < m->n_ropes; i++)
         free(m->ropes[i].freq);

@@ -32,6 +32,10 @@ typedef enum tl_arch {
     TL_ARCH_OLMO2,
     TL_ARCH_GRANITE,
     TL_ARCH_MISTRAL3,
+    TL_ARCH_QWEN2MOE,
+    TL_ARCH_QWEN3MOE,
+    TL_ARCH_GPT_OSS,
+    TL_ARCH_QWEN35,
 } tl_arch;
 
 /* Fixed traits of an architecture (one row per family in model.c's table). */
@@ -50,6 +54,13 @@ enum {
     TL_AF_SWA_OWN_ROPE = 1u << 11,  /* window layers use rope.freq_base_swa (default 10000) */
     TL_AF_SWA_PLAIN_ROPE = 1u << 12,/* window layers skip the rope scaling and its attention factor (olmo3) */
     TL_AF_SWA_SCALED = 1u << 13,    /* window layers get the rope scaling too (gemma2) */
+    /* mixture-of-experts and hybrid families (moe.c, deltanet.c) */
+    TL_AF_MOE = 1u << 20,           /* expert FFNs (tl_model.moe) instead of ffn_gate/up/down */
+    TL_AF_O_BIAS = 1u << 21,        /* attn_output.bias required (gpt-oss) */
+    TL_AF_SINKS = 1u << 22,         /* attn_sinks {n_head}: a logit per head in the softmax (gpt-oss) */
+    TL_AF_FFN_NORM_POST_ATTN = 1u << 23, /* the pre-FFN norm is named post_attention_norm (gpt-oss, qwen35) */
+    TL_AF_GATED_Q = 1u << 24,       /* attn_q rows per head [query; gate], output x sigmoid(gate) (qwen35) */
+    TL_AF_HYBRID = 1u << 25,        /* layers with (il+1) % full_attention_interval != 0 are gated delta-net */
 };
 
 typedef struct tl_arch_desc {
@@ -106,6 +117,9 @@ typedef struct tl_layer_weights {
     tl_matrix w_down;             /* n_ff -> n_embd */
     const float *post_ffn_norm;   /* (n_embd), else NULL */
     float out_scale;              /* the whole residual stream x this after the layer (gemma4), else 1 */
+    bool recurrent;               /* a gated delta-net layer (tl_model.dnet): no attention, no KV rows */
+    const float *bo;              /* attn_output.bias (n_embd) or NULL */
+    const float *sinks;           /* attn_sinks (n_head) or NULL */
 } tl_layer_weights;
 
 struct tl_model {
@@ -149,6 +163,9 @@ struct tl_model {
     tl_matrix output;    /* n_embd -> n_vocab (tok_embd when tied) */
     const float *output_norm;
     tl_layer_weights *layers; /* (n_layer) */
+    struct tl_moe *moe;  /* expert FFNs (moe.h) replacing w_gate/w_up/w_down, or NULL */
+    struct tl_dnet *dnet; /* recurrent (gated delta-net) layers of hybrid models (deltanet.h), or NULL */
+    int64_t rstate_floats; /* a sequence's recurrent state over all layers (0: none) */
 
     float *vectors;      /* owned storage behind every const float* above */
 };

@@ -169,6 +169,16 @@ static tl_status run(tl_session *s, const run_seq *rs, size_t k, int64_t *comput
             goto fail;
         }
     }
+    /* recurrent layers resume only from a state snapshot: at or before the
+     * first position to compute; they snapshot where these outputs start */
+    for (size_t i = 0; s->cache.state_floats && i < k; i++) {
+        kv_seq *q = &s->seqs[i];
+        int32_t out_from = rs[i].n - rs[i].n_out, want = q->matched < out_from ? q->matched : out_from;
+        q->matched = kv_rstate_resume(&s->cache, q, want, err, &st);
+        if (st != TL_OK)
+            goto fail;
+        q->rsnap_pos = rs[i].n_out > 0 && out_from > q->matched ? out_from : -1;
+    }
     for (size_t i = 0; i < k; i++) {
         int32_t from = s->seqs[i].matched, out_from = rs[i].n - rs[i].n_out;
         if (from > out_from)
@@ -199,6 +209,12 @@ static tl_status run(tl_session *s, const run_seq *rs, size_t k, int64_t *comput
         (*passes)++;
     }
     *computed += (int64_t)n_tok;
+    for (size_t i = 0; s->cache.state_floats && i < k; i++) {
+        kv_seq *q = &s->seqs[i];
+        if ((st = kv_rstate_store(&s->cache, q, rs[i].n, q->rstate, err)) != TL_OK ||
+            (q->rsnap_pos > 0 && (st = kv_rstate_store(&s->cache, q, q->rsnap_pos, q->rsnap, err)) != TL_OK))
+            goto fail;
+    }
     for (size_t i = 0; i < k; i++)
         kv_seq_commit(&s->cache, &s->seqs[i]);
     return TL_OK;

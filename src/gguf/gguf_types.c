@@ -44,7 +44,7 @@ static const type_info type_table[TL_TYPE_COUNT] = {
     [TL_TYPE_BF16] = {"BF16", 1, 2},
     [34] = {"TQ1_0", 0, 0},
     [35] = {"TQ2_0", 0, 0},
-    [39] = {"MXFP4", 0, 0},
+    [TL_TYPE_MXFP4] = {"MXFP4", 32, 17}, /* e8m0 exponent + 16 B of e2m1 nibbles */
 };
 
 static const type_info *type_lookup(tl_ggml_type t) {

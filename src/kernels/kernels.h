@@ -44,7 +44,7 @@ int tl_kernels_force_isa(const char *name);
 /* dst[0..n) = dequantized src (one row; n a multiple of the type's block). */
 void tl_dequant_row(tl_ggml_type t, const void *src, float *dst, int64_t n);
 /* Quantizes one row; returns bytes written (tl_type_row_bytes(t, n)), 0 if the
- * type cannot be produced. Types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * type cannot be produced. Types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4,
  * Q4_K, Q5_K, Q6_K. */
 size_t tl_quantize_row(tl_ggml_type t, const float *src, void *dst, int64_t n);
 

@@ -44,7 +44,10 @@ typedef struct {
     tl_half d;
 } blk_q6_k;                          /* 210 B */
 
+typedef struct { uint8_t e; uint8_t qs[QK32 / 2]; } blk_mxfp4;        /* 17 B: 2^(e-127) x e2m1 codes */
+
 _Static_assert(sizeof(blk_q4_0) == 18, "Q4_0 block");
+_Static_assert(sizeof(blk_mxfp4) == 17, "MXFP4 block");
 _Static_assert(sizeof(blk_q4_1) == 20, "Q4_1 block");
 _Static_assert(sizeof(blk_q5_0) == 22, "Q5_0 block");
 _Static_assert(sizeof(blk_q5_1) == 24, "Q5_1 block");
@@ -148,6 +151,20 @@ void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *c
 /* SIMD unpacks: byte-identical output to the scalar one (call only where the CPU has the ISA). */
 void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
 void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm);
+
+/* MXFP4 (mxfp4.c, mxfp4_avx2.c, mxfp4_avx512.c). A block is an E8M0
+ * exponent e and 32 e2m1 codes (element j in the low nibble of byte j, j+16
+ * in its high nibble); an e2m1 code c stands for TL_FP4_X2[c] / 2, so
+ * w = TL_FP4_X2[c] * 2^(e-128). Canonical form: code = TL_FP4_X2[c] + 12
+ * (0..24), offset 12, ws = 2^(e-128) for both halves of the block. */
+#define TL_MXFP4_OFFSET 12
+extern const int8_t TL_FP4_X2[16];
+float tl_e8m0_half(uint8_t e); /* 2^(e-128), exact (subnormal below e = 2) */
+void tl_dequant_mxfp4(const void *src, float *dst, int64_t nb);
+void tl_quant_mxfp4(const float *src, void *dst, int64_t nb);
+void tl_unpack_mxfp4_scalar(const void *src, int64_t n, uint8_t *code, float *ws);
+void tl_unpack_mxfp4_avx2(const void *src, int64_t n, uint8_t *code, float *ws);
+void tl_unpack_mxfp4_avx512(const void *src, int64_t n, uint8_t *code, float *ws);
 
 /* Quantizes X rows [t0, t1) into act. */
 void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1);

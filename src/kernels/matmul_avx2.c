@@ -216,6 +216,7 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
 }
 
 TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
+    if (t == TL_TYPE_MXFP4) { tl_unpack_mxfp4_avx2(src, n, code, ws); return; }
     int64_t nb = n / QK32;
     row_scales(t, src, nb, ws, wm);
     for (int64_t b = 0; b < nb; b++) _mm256_storeu_si256((__m256i *)(code + 32 * b), codes_block(t, src, b));

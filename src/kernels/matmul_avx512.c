@@ -236,6 +236,7 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
 }
 
 TARGET void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
+    if (t == TL_TYPE_MXFP4) { tl_unpack_mxfp4_avx512(src, n, code, ws); return; }
     int64_t nb = n / QK32, np = nb / 2;
     row_scales(t, src, nb, ws, wm);
     for (int64_t p = 0; p < np; p++) _mm512_storeu_si512((void *)(code + 64 * p), codes_pair(t, src, p, 0));

@@ -14,6 +14,7 @@ int64_t tl_kernels_block_elems(tl_ggml_type t) {
     switch (t) {
     case TL_TYPE_F32: case TL_TYPE_F16: case TL_TYPE_BF16: return 1;
     case TL_TYPE_Q4_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_0: case TL_TYPE_Q5_1: case TL_TYPE_Q8_0:
+    case TL_TYPE_MXFP4:
         return QK32;
     case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: case TL_TYPE_Q6_K: return QKK;
     default: return 0;
@@ -29,6 +30,7 @@ size_t tl_kernels_block_bytes(tl_ggml_type t) {
     case TL_TYPE_Q5_0: return sizeof(blk_q5_0);
     case TL_TYPE_Q5_1: return sizeof(blk_q5_1);
     case TL_TYPE_Q8_0: return sizeof(blk_q8_0);
+    case TL_TYPE_MXFP4: return sizeof(blk_mxfp4);
     case TL_TYPE_Q4_K: return sizeof(blk_q4_k);
     case TL_TYPE_Q5_K: return sizeof(blk_q5_k);
     case TL_TYPE_Q6_K: return sizeof(blk_q6_k);
@@ -187,6 +189,7 @@ void tl_dequant_row(tl_ggml_type t, const void *src, float *dst, int64_t n) {
     case TL_TYPE_Q4_K: dequant_q4_k(src, dst, nb); break;
     case TL_TYPE_Q5_K: dequant_q5_k(src, dst, nb); break;
     case TL_TYPE_Q6_K: dequant_q6_k(src, dst, nb); break;
+    case TL_TYPE_MXFP4: tl_dequant_mxfp4(src, dst, nb); break;
     default: break;
     }
 }
@@ -506,6 +509,7 @@ size_t tl_quantize_row(tl_ggml_type t, const float *src, void *dst, int64_t n) {
     case TL_TYPE_Q4_K: quant_q4_k(src, dst, nb); break;
     case TL_TYPE_Q5_K: quant_q5_k(src, dst, nb); break;
     case TL_TYPE_Q6_K: quant_q6_k(src, dst, nb); break;
+    case TL_TYPE_MXFP4: tl_quant_mxfp4(src, dst, nb); break;
     default: return 0;
     }
     return (size_t)nb * tl_kernels_block_bytes(t);

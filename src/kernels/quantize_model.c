@@ -8,7 +8,10 @@
  * ffn_down of the "more bits" layers (first and last eighth, every third in
  * between); everything else Q4_K. Rows that are not a multiple of 256 fall
  * back to 32-blocks (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), rows that are
- * not a multiple of 32 to F16. */
+ * not a multiple of 32 to F16. MXFP4_MOE (gpt-oss files) puts MXFP4 on the
+ * expert stacks (*_exps) and Q8_0 on the rest. Routers (ffn_gate_inp) stay
+ * F32 under every target, as llama.cpp keeps them, and so do the recurrent
+ * layers' convolution kernels (ssm_conv1d). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,18 +26,20 @@ typedef struct {
     tl_ggml_type base;
     int mix_more_bits;  /* the _M mixes */
     uint32_t file_type; /* llama.cpp's llama_ftype */
+    int mxfp4_experts;  /* *_exps tensors in MXFP4 */
 } target_desc;
 
 static const target_desc targets[] = {
-    {"F32", TL_TYPE_F32, 0, 0},    {"F16", TL_TYPE_F16, 0, 1},    {"BF16", TL_TYPE_BF16, 0, 32},
-    {"Q4_0", TL_TYPE_Q4_0, 0, 2},  {"Q4_1", TL_TYPE_Q4_1, 0, 3},  {"Q8_0", TL_TYPE_Q8_0, 0, 7},
-    {"Q5_0", TL_TYPE_Q5_0, 0, 8},  {"Q5_1", TL_TYPE_Q5_1, 0, 9},  {"Q4_K", TL_TYPE_Q4_K, 0, 14},
-    {"Q4_K_S", TL_TYPE_Q4_K, 0, 14}, {"Q4_K_M", TL_TYPE_Q4_K, 1, 15}, {"Q5_K", TL_TYPE_Q5_K, 0, 16},
-    {"Q5_K_S", TL_TYPE_Q5_K, 0, 16}, {"Q5_K_M", TL_TYPE_Q5_K, 1, 17}, {"Q6_K", TL_TYPE_Q6_K, 0, 18},
+    {"F32", TL_TYPE_F32, 0, 0, 0},    {"F16", TL_TYPE_F16, 0, 1, 0},    {"BF16", TL_TYPE_BF16, 0, 32, 0},
+    {"Q4_0", TL_TYPE_Q4_0, 0, 2, 0},  {"Q4_1", TL_TYPE_Q4_1, 0, 3, 0},  {"Q8_0", TL_TYPE_Q8_0, 0, 7, 0},
+    {"Q5_0", TL_TYPE_Q5_0, 0, 8, 0},  {"Q5_1", TL_TYPE_Q5_1, 0, 9, 0},  {"Q4_K", TL_TYPE_Q4_K, 0, 14, 0},
+    {"Q4_K_S", TL_TYPE_Q4_K, 0, 14, 0}, {"Q4_K_M", TL_TYPE_Q4_K, 1, 15, 0}, {"Q5_K", TL_TYPE_Q5_K, 0, 16, 0},
+    {"Q5_K_S", TL_TYPE_Q5_K, 0, 16, 0}, {"Q5_K_M", TL_TYPE_Q5_K, 1, 17, 0}, {"Q6_K", TL_TYPE_Q6_K, 0, 18, 0},
+    {"MXFP4_MOE", TL_TYPE_Q8_0, 0, 38, 1},
 };
 
 const char *tl_quantize_type_names(void) {
-    return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K (=Q4_K_S) Q4_K_M Q5_K (=Q5_K_S) Q5_K_M Q6_K";
+    return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K (=Q4_K_S) Q4_K_M Q5_K (=Q5_K_S) Q5_K_M Q6_K MXFP4_MOE";
 }
 
 static const target_desc *find_target(const char *name) {
@@ -74,8 +79,12 @@ static int use_more_bits(int layer, int n_layer) {
 /* The type a tensor gets, or TL_TYPE_COUNT to copy it unchanged. */
 static tl_ggml_type choose_type(const tl_gguf_tensor *T, const target_desc *tgt, int n_layer, int has_output) {
     if (!tl_kernels_supports(T->type)) return TL_TYPE_COUNT; /* e.g. I32 tables: keep */
-    if (T->n_dims < 2 || name_contains(T->name, "norm")) return TL_TYPE_F32;
+    if (T->n_dims < 2 || name_contains(T->name, "norm") || name_contains(T->name, "ffn_gate_inp") ||
+        name_contains(T->name, "ssm_conv1d") || /* llama.cpp's conv op reads F32 kernels only */
+        !name_is(T->name, ".weight", 0)) /* biases (gpt-oss experts' are 2-D) */
+        return TL_TYPE_F32;
     tl_ggml_type t = tgt->base;
+    if (tgt->mxfp4_experts && name_contains(T->name, "_exps.")) t = TL_TYPE_MXFP4;
     if (tgt->mix_more_bits) {
         int layer = layer_of(T->name);
         if (name_is(T->name, "output.weight", 1) || (!has_output && name_is(T->name, "token_embd.weight", 1)))

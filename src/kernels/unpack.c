@@ -13,6 +13,7 @@ tl_unpack_info tl_unpack_info_of(tl_ggml_type t) {
     case TL_TYPE_Q4_0: return (tl_unpack_info){8, 0};
     case TL_TYPE_Q5_0: return (tl_unpack_info){16, 0};
     case TL_TYPE_Q6_K: return (tl_unpack_info){32, 0};
+    case TL_TYPE_MXFP4: return (tl_unpack_info){TL_MXFP4_OFFSET, 0};
     case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: case TL_TYPE_Q4_K: case TL_TYPE_Q5_K:
         return (tl_unpack_info){0, 1};
     default: return (tl_unpack_info){0, 0};
@@ -28,17 +29,19 @@ void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1) {
         for (int64_t b = 0; b < a->nb; b++, x += QK32, q += QK32) {
             float amax = 0;
             for (int i = 0; i < QK32; i++) amax = fmaxf(amax, fabsf(x[i]));
+            /* as ggml's q8_0: codes from the exact scale, rounded half away
+             * from zero; the block keeps the scale rounded to binary16 */
             float d = amax / 127.f;
             float id = d != 0 ? 1.0f / d : 0;
             int sum = 0;
             for (int i = 0; i < QK32; i++) {
                 float v = x[i] * id;
-                /* rint: round to nearest even, as the SIMD converts do */
-                int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)rintf(v);
+                int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)roundf(v);
                 if (v != v) c = 0; /* NaN input */
                 q[i] = (int8_t)c;
                 sum += c;
             }
+            d = tl_half_to_f32(tl_f32_to_half(d));
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)sum;
         }
@@ -130,6 +133,9 @@ void tl_unpack_row_scalar(tl_ggml_type t, const void *src, int64_t n, uint8_t *c
             }
             for (int k = 0; k < 16; k++) ws[16 * sb + k] = d * (float)blk->scales[k];
         }
+        break;
+    case TL_TYPE_MXFP4:
+        tl_unpack_mxfp4_scalar(src, n, code, ws);
         break;
     default:
         break;

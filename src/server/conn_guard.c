@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "server/server_internal.h"
-#include "util/fileio.h"
+#include "typellm/util.h"
 
 typedef enum guard_phase { PHASE_HEADERS, PHASE_BODY, PHASE_ANSWERING } guard_phase;
 

@@ -406,7 +406,7 @@ static void test_errors(fixture *fx) {
     json_decref(given);
     CHECK(res == NULL);
     json_decref(schema);
-    schema = parse("{\"properties\":{\"a\":{\"type\":\"string\"}}}");
+    schema = parse("{\"x-strict\":true,\"properties\":{\"a\":{\"type\":\"string\"}}}");
     CHECK(tl_decide_json(fx->b, "x", 1, schema, NULL, &res, &err) == TL_ERR_SCHEMA && strstr(err.msg, "/properties/a"));
     json_decref(schema);
 }

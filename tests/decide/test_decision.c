@@ -6,7 +6,7 @@
  *     names, kinds, types, values, labels, choices, probabilities, usage;
  *   - label_mass equals the probability mass on the label tokens recomputed
  *     from the engine's full logits at the traced position;
- *   - given answers, abstention, generated numbers, tl_value accessors. */
+ *   - given answers, abstention, generated numbers, open fields, tl_value accessors. */
 #include <jansson.h>
 #include <math.h>
 
@@ -236,6 +236,51 @@ out:
     tl_backend_free(b);
 }
 
+/* An open field: its choices are the declared values then the open option
+ * (value null); given a written value, that option is chosen and the value is the text. */
+static void test_open_field(tl_model *m) {
+    static const char *OPEN =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"channel\":{\"type\":\"string\",\"enum\":[\"email\",\"phone\"],\"x-open\":\"elsewhere\"},"
+        "\"urgent\":{\"type\":\"boolean\"}}}";
+    tl_error err = {0};
+    tl_backend *b = NULL;
+    tl_session_params sp = {.n_threads = 1};
+    CHECK(tl_backend_local_new(m, &sp, &b, &err) == TL_OK);
+    tl_schema *schema = parse_schema(OPEN);
+    tl_decision *d = NULL;
+    CHECK(tl_decide(b, CONTEXT, strlen(CONTEXT), schema, NULL, &d, &err) == TL_OK);
+    if (d) {
+        CHECK(tl_decision_field_kind(d, 0) == TL_FIELD_OPEN && !strcmp(tl_decision_field_type(d, 0), "string"));
+        CHECK(tl_decision_field_n_choices(d, 0) == 3);
+        CHECK(tl_value_type_of(tl_decision_choice_value(d, 0, 2)) == TL_VALUE_NULL);
+        double psum = 0;
+        for (size_t j = 0; j < 3; j++)
+            psum += tl_decision_choice_probability(d, 0, j);
+        CHECK(fabs(psum - 1) < 1e-9);
+        long c = tl_decision_field_chosen(d, 0);
+        CHECK(c >= 0 && c < 3);
+        CHECK(tl_value_type_of(tl_decision_field_value(d, 0)) == TL_VALUE_STRING);
+        CHECK(tl_decision_field_probability(d, 0) == tl_decision_choice_probability(d, 0, (size_t)c));
+        CHECK(tl_decision_field_label_mass(d, 0) > 0);
+    }
+    tl_decision_free(d);
+    d = NULL;
+    const char *given = "{\"channel\":\"a carrier pigeon\"}";
+    CHECK(tl_decide_given(b, CONTEXT, strlen(CONTEXT), schema, given, strlen(given), NULL, &d, &err) == TL_OK);
+    if (d) {
+        CHECK(tl_decision_field_given(d, 0) && tl_decision_field_chosen(d, 0) == 2);
+        CHECK(!strcmp(tl_value_string(tl_decision_field_value(d, 0), NULL), "a carrier pigeon"));
+        CHECK(tl_decision_choice_probability(d, 0, 2) == 1 && tl_decision_choice_probability(d, 0, 0) == 0);
+        CHECK(tl_decision_field_probability(d, 0) == 1);
+        CHECK(isnan(tl_decision_choice_logprob(d, 0, 0))); /* not scored */
+        CHECK(!tl_decision_field_given(d, 1) && tl_decision_field_chosen(d, 1) >= 0);
+    }
+    tl_decision_free(d);
+    tl_schema_free(schema);
+    tl_backend_free(b);
+}
+
 int main(void) {
     test_schema_errors();
     tl_model *m = NULL;
@@ -245,6 +290,7 @@ int main(void) {
         return 1;
     }
     test_decision(m);
+    test_open_field(m);
     tl_model_free(m);
     return TEST_DONE();
 }

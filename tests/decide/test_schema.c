@@ -1,5 +1,9 @@
 /* test_schema.c: the schema layer: what each accepted shape becomes, and one
- * test per error class, each checking the code and the JSON path named. */
+ * test per error class, each checking the code and the JSON path named.
+ * Issue 13's shapes: $defs/$ref through allOf, title as the question, const,
+ * unions, nullable values, optional properties, nested objects, multi-label
+ * arrays, generated strings; one test per refusal class with its exact JSON
+ * path, in strict and in --lenient mode. */
 #include <jansson.h>
 
 #include "decide/decide.h"
@@ -142,12 +146,12 @@ static void test_errors(void) {
     expect_error("{\"properties\":{\"a\":5}}", TL_ERR_SCHEMA, "/properties/a: must be a schema object");
     expect_error("{\"properties\":{\"a\":{\"type\":\"frobnicate\"}}}", TL_ERR_SCHEMA,
                  "/properties/a/type: unknown type 'frobnicate'");
-    expect_error("{\"properties\":{\"a\":{\"type\":\"array\"}}}", TL_ERR_SCHEMA, "/properties/a/type");
-    expect_error("{\"properties\":{\"a\":{\"type\":[\"string\",\"null\"],\"enum\":[\"x\"]}}}", TL_ERR_SCHEMA,
-                 "/properties/a/type");
+    expect_error("{\"properties\":{\"a\":{\"type\":\"array\"}}}", TL_ERR_SCHEMA, "/properties/a/items: missing");
+    expect_error("{\"properties\":{\"a\":{\"type\":[\"string\",\"integer\"],\"enum\":[\"x\"]}}}", TL_ERR_SCHEMA,
+                 "/properties/a/type: a list of several types");
     expect_error("{\"properties\":{\"a\":{}}}", TL_ERR_SCHEMA, "/properties/a: missing \"type\"");
-    expect_error("{\"properties\":{\"note\":{\"type\":\"string\"}}}", TL_ERR_SCHEMA,
-                 "/properties/note: string field without enum");
+    expect_error("{\"x-strict\":true,\"properties\":{\"note\":{\"type\":\"string\"}}}", TL_ERR_SCHEMA,
+                 "/properties/note: string without enum would be free text, refused in strict mode");
     /* integer/number without enum: number specs (src/constrain) with their own errors */
     expect_error("{\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}}}", TL_ERR_SCHEMA,
                  "/properties/n");
@@ -167,9 +171,8 @@ static void test_errors(void) {
                  "/properties/a/enum/1: value is not an integer");
     expect_error("{\"properties\":{\"a\":{\"type\":\"boolean\",\"enum\":[true,1]}}}", TL_ERR_SCHEMA,
                  "/properties/a/enum/1: value is not a boolean");
-    expect_error("{\"properties\":{\"a\":{\"enum\":[\"x\",1]}}}", TL_ERR_SCHEMA, "/properties/a/enum: values of mixed");
     expect_error("{\"properties\":{\"a\":{\"oneOf\":[{\"const\":\"x\"},{\"description\":\"y\"}]}}}", TL_ERR_SCHEMA,
-                 "/properties/a/oneOf/1: each alternative needs a \"const\"");
+                 "/properties/a/oneOf/1: a union member needs a \"const\", an \"enum\" or a \"type\"");
     expect_error("{\"properties\":{\"a/b\":{\"type\":\"string\",\"enum\":[]}}}", TL_ERR_SCHEMA,
                  "/properties/a~1b/enum");
     expect_error("{\"properties\":{\"a\":{\"type\":\"boolean\",\"question\":7}}}", TL_ERR_SCHEMA,
@@ -186,7 +189,7 @@ static void test_errors(void) {
     expect_error("{\"properties\":{\"a\":{\"$ref\":\"http://x/y\"}}}", TL_ERR_SCHEMA, "/properties/a/$ref: cannot resolve");
     expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/$defs/A\"}},\"$defs\":{\"A\":{\"$ref\":\"#/$defs/B\"},"
                  "\"B\":{\"$ref\":\"#/$defs/A\"}}}",
-                 TL_ERR_SCHEMA, "/properties/a/$ref: reference cycle");
+                 TL_ERR_SCHEMA, "/$defs/B/$ref: reference cycle through '#/$defs/A'");
     expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/$defs/A\"}},\"$defs\":{\"A\":[1]}}", TL_ERR_SCHEMA,
                  "/properties/a/$ref: '#/$defs/A' is not a schema object");
     /* 256 values */
@@ -252,9 +255,210 @@ static void test_plans(void) {
     CHECK(tl_dmode_parse("parallel", &m, &err) == TL_ERR_INVALID && strstr(err.msg, "parallel"));
 }
 
+/* ---- the schemas users write (issue 13) ---------------------------------- */
+
+/* Fails with exactly `msg` (the whole message); with --lenient, when
+ * lenient_ok, parses and warns with the same text minus "schema: ". */
+static void expect_refusal(const char *text, const char *msg, bool lenient_ok) {
+    json_t *j = parse(text);
+    tl_dschema *s = NULL;
+    tl_error err = {0};
+    tl_status st = tl_dschema_parse(j, &s, &err);
+    CHECKF(st == TL_ERR_SCHEMA && !strcmp(err.msg, msg), "%s:\n  got  '%s'\n  want '%s'", text, err.msg, msg);
+    CHECK(s == NULL);
+    tl_dschema_opts lenient = {.lenient = true};
+    st = tl_dschema_parse_opts(j, &lenient, &s, &err);
+    if (lenient_ok) {
+        CHECKF(st == TL_OK && s && s->n_warnings >= 1 && !strcmp(s->warnings[0], msg + strlen("schema: ")),
+               "%s: lenient: %s / %s", text, err.msg, s && s->n_warnings ? s->warnings[0] : "(no warning)");
+    } else {
+        CHECKF(st == TL_ERR_SCHEMA, "%s: lenient must still refuse", text);
+    }
+    tl_dschema_free(s);
+    json_decref(j);
+}
+
+static void test_refs_and_titles(void) {
+    /* Pydantic v2: $defs, allOf-wrapped $ref with a sibling description, title as question */
+    tl_dschema *s = expect_ok(
+        "{\"$defs\":{\"Tier\":{\"enum\":[\"free\",\"pro\"],\"title\":\"Tier\",\"type\":\"string\"}},"
+        "\"properties\":{"
+        "\"tier\":{\"allOf\":[{\"$ref\":\"#/$defs/Tier\"}],\"description\":\"The plan\"},"
+        "\"plan\":{\"$ref\":\"#/$defs/Tier\"},"
+        "\"vip\":{\"type\":\"boolean\",\"title\":\"Is the customer a VIP\"},"
+        "\"flag\":{\"type\":\"boolean\"}},"
+        "\"required\":[\"tier\"],\"title\":\"Ticket\",\"type\":\"object\"}");
+    if (!s)
+        return;
+    CHECK(s->n_fields == 4);
+    CHECK(s->fields[0].kind == TL_DFIELD_STRING_ENUM && s->fields[0].n_values == 2 && s->fields[0].required);
+    CHECK(!strcmp(s->fields[0].question, "The plan"));
+    CHECK(!strcmp(s->fields[1].question, "Tier")); /* the definition's title */
+    CHECK(!strcmp(s->fields[2].question, "Is the customer a VIP"));
+    CHECK(!strcmp(s->fields[3].question, "flag"));
+    CHECK(!s->fields[1].required);
+    tl_dschema_free(s);
+}
+
+static void test_values(void) {
+    tl_dschema *s = expect_ok(
+        "{\"properties\":{"
+        "\"kind\":{\"const\":\"ticket\"},"
+        "\"mood\":{\"anyOf\":[{\"const\":\"calm\",\"description\":\"no anger\"},{\"const\":\"angry\"},{\"type\":\"null\"}]},"
+        "\"mix\":{\"oneOf\":[{\"enum\":[\"auto\",\"off\"]},{\"type\":\"boolean\"},{\"const\":3}]},"
+        "\"opt\":{\"type\":[\"string\",\"null\"],\"enum\":[\"a\",\"b\",null]},"
+        "\"nb\":{\"type\":\"integer\",\"enum\":[1,2],\"nullable\":true},"
+        "\"n\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":1,\"maximum\":5},{\"type\":\"null\"}]},"
+        "\"ask\":{\"enum\":[\"x\",\"y\"],\"x-optional\":\"ask\"},"
+        "\"skip\":{\"type\":\"boolean\",\"x-optional\":\"skip\"}}}");
+    if (!s)
+        return;
+    const tl_dfield *f = &s->fields[0];
+    CHECK(f->constant && f->n_values == 1 && !strcmp(json_string_value(f->values[0]), "ticket"));
+    f = &s->fields[1];
+    CHECK(f->kind == TL_DFIELD_STRING_ENUM && f->n_values == 3 && f->nullable && json_is_null(f->values[2]));
+    CHECK(f->value_descs[0] && !strcmp(f->value_descs[0], "no anger") && !strcmp(f->value_keys[2], "null"));
+    f = &s->fields[2];
+    CHECK(f->kind == TL_DFIELD_UNION && f->n_values == 5 && json_is_true(f->values[2]) && json_is_integer(f->values[4]));
+    f = &s->fields[3];
+    CHECK(f->kind == TL_DFIELD_STRING_ENUM && f->n_values == 3 && f->nullable);
+    f = &s->fields[4];
+    CHECK(f->kind == TL_DFIELD_INTEGER_ENUM && f->n_values == 3 && json_is_null(f->values[0]));
+    f = &s->fields[5];
+    CHECK(f->kind == TL_DFIELD_INTEGER && f->nullable && f->n_values == 0);
+    f = &s->fields[6];
+    CHECK(f->absent == 2 && f->n_values == 3 && !strcmp(f->value_keys[2], "(absent)"));
+    f = &s->fields[7];
+    CHECK(f->skip && f->kind == TL_DFIELD_BOOLEAN);
+    tl_dschema_free(s);
+}
+
+static void test_nesting_and_arrays(void) {
+    tl_dschema *s = expect_ok(
+        "{\"$defs\":{\"Customer\":{\"type\":\"object\",\"properties\":{"
+        "\"tier\":{\"enum\":[\"free\",\"pro\"]},\"address\":{\"type\":\"object\",\"properties\":{"
+        "\"country\":{\"enum\":[\"FR\",\"DE\"]}}}},\"required\":[\"tier\"]}},"
+        "\"properties\":{"
+        "\"customer\":{\"$ref\":\"#/$defs/Customer\"},"
+        "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",\"c\"]},\"minItems\":1,\"maxItems\":2,"
+        "\"uniqueItems\":true},"
+        "\"maybe\":{\"anyOf\":[{\"$ref\":\"#/$defs/Customer\"},{\"type\":\"null\"}]},"
+        "\"after\":{\"type\":\"boolean\",\"depends_on\":[\"customer\",\"/tags\"]}}}");
+    if (!s)
+        return;
+    /* customer/tier, customer/address/country, tags/0..2, maybe/tier, maybe/address/country, after */
+    CHECK(s->n_fields == 8 && s->n_groups == 1 && s->n_objects == 4);
+    CHECK(!strcmp(s->fields[0].key, "customer/tier") && !strcmp(s->fields[0].name, "/customer/tier"));
+    CHECK(!strcmp(s->fields[0].path, "/properties/customer/properties/tier") && s->fields[0].required);
+    CHECK(!strcmp(s->fields[1].key, "customer/address/country") && s->fields[1].n_segs == 3);
+    CHECK(tl_dschema_find(s, "/customer/address/country") == 1);
+    const tl_dgroup *g = &s->groups[0];
+    CHECK(!strcmp(g->key, "tags") && g->first == 2 && g->n == 3 && g->min_items == 1 && g->max_items == 2);
+    CHECK(s->fields[3].group == 0 && s->fields[3].group_item == 1 && s->fields[3].kind == TL_DFIELD_BOOLEAN);
+    CHECK(!strcmp(s->fields[5].key, "maybe/tier"));
+    /* depends_on an object (every field under it) and a group (every value) */
+    const tl_dfield *after = &s->fields[7];
+    CHECK(after->n_deps == 5 && s->any_deps);
+    tl_dplan p;
+    tl_error err = {0};
+    CHECK(tl_dplan_make(s, TL_DMODE_AUTO, NULL, &p, &err) == TL_OK && p.n_waves == 2 && p.order[7] == 7);
+    tl_dplan_free(&p);
+    tl_dschema_free(s);
+}
+
+static void test_strings(void) {
+    tl_dschema *s = expect_ok(
+        "{\"properties\":{"
+        "\"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{3}-[0-9]{2,4}$\",\"maxLength\":10},"
+        "\"when\":{\"type\":\"string\",\"format\":\"date\"},"
+        "\"note\":{\"type\":\"string\",\"minLength\":2,\"maxLength\":30},"
+        "\"opt\":{\"anyOf\":[{\"type\":\"string\",\"maxLength\":5},{\"type\":\"null\"}]}}}");
+    if (!s)
+        return;
+    CHECK(s->fields[0].kind == TL_DFIELD_STRING && s->fields[0].max_length == 10 && s->fields[0].pattern);
+    CHECK(s->fields[1].kind == TL_DFIELD_STRING && s->fields[1].pattern && strstr(s->fields[1].pattern, "02-"));
+    CHECK(s->fields[2].min_length == 2 && s->fields[2].max_length == 30 && !s->fields[2].pattern);
+    CHECK(s->fields[3].kind == TL_DFIELD_STRING && s->fields[3].max_length == 5 && s->fields[3].nullable);
+    CHECK(tl_dfield_generated(&s->fields[0]));
+    tl_dschema_free(s);
+    /* strict mode: by flag or by "x-strict" */
+    tl_dschema_opts strict = {.strict = true};
+    json_t *j = parse("{\"properties\":{\"note\":{\"type\":\"string\"}}}");
+    tl_error err = {0};
+    tl_dschema *t = NULL;
+    CHECK(tl_dschema_parse_opts(j, &strict, &t, &err) == TL_ERR_SCHEMA &&
+          strstr(err.msg, "/properties/note: string without enum would be free text"));
+    json_decref(j);
+}
+
+/* One test per refusal class, with its exact path. */
+static void test_refusals(void) {
+    /* unknown keywords, at the root, in a property, in a $defs target, in a union member */
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"boolean\",\"questionn\":\"?\"}}}",
+                   "schema: /properties/a/questionn: unknown keyword (a typo? --lenient ignores it)", true);
+    expect_refusal("{\"propertiez\":1,\"properties\":{\"a\":{\"type\":\"boolean\"}}}",
+                   "schema: /propertiez: unknown keyword (a typo? --lenient ignores it)", true);
+    expect_refusal("{\"$defs\":{\"T\":{\"enum\":[\"x\"],\"colour\":1}},\"properties\":{\"a\":{\"$ref\":\"#/$defs/T\"}}}",
+                   "schema: /$defs/T/colour: unknown keyword (a typo? --lenient ignores it)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":1,\"x-bad\":2},{\"type\":\"null\"}]}}}",
+                   "schema: /properties/a/anyOf/0/x-bad: unknown keyword (a typo? --lenient ignores it)", true);
+    /* keywords typellm cannot honour */
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"integer\",\"enum\":[1,2],\"minimum\":2}}}",
+                   "schema: /properties/a/minimum: does not apply to a field with declared values (typellm cannot "
+                   "honour it here)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"string\",\"not\":{\"const\":\"x\"}}}}",
+                   "schema: /properties/a/not: typellm cannot honour 'not' (a negation has no finite domain or "
+                   "automaton)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}}}",
+                   "schema: /properties/a/pattern: pattern: offset 5: unsupported backreference", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"a(?=b)\"}}}",
+                   "schema: /properties/a/pattern: pattern: offset 2: unsupported group (lookaround, flags or atomic "
+                   "group)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"hostname\"}}}",
+                   "schema: /properties/a/format: 'hostname' is not a format typellm can enforce (date, time, "
+                   "date-time, email, uuid, uri, ipv4)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^[a-z]{5}$\",\"maxLength\":3}}}",
+                   "schema: /properties/a/pattern: no string of 0 to 3 characters matches it (minLength/maxLength)",
+                   false);
+    expect_refusal("{\"properties\":{\"a\":{\"allOf\":[{\"type\":\"boolean\"},{\"type\":\"boolean\"}]}}}",
+                   "schema: /properties/a/allOf: typellm cannot honour an allOf of 2 schemas (only allOf of one "
+                   "schema, e.g. a wrapped $ref)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":\"x\"},{\"type\":\"integer\"}]}}}",
+                   "schema: /properties/a: a union of declared values and a free type; typellm decides declared "
+                   "values or generates one type, not both", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":3}}}",
+                   "schema: /properties/a/items: arrays of objects, numbers or free strings are not supported yet (an "
+                   "array's items must declare their values: enum, const, boolean)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"minItems\":3}}}",
+                   "schema: /properties/a/minItems: 3, but the items have only 2 values (each is chosen at most once)",
+                   false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"boolean\",\"x-optional\":\"ask\"}},\"required\":[\"a\"]}",
+                   "schema: /properties/a/x-optional: the property is required (listed in its object's \"required\")",
+                   false);
+    expect_refusal("{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"boolean\"}},"
+                   "\"required\":[\"b\"]}}}",
+                   "schema: /properties/o/required/0: names no property", false);
+    expect_refusal("{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"boolean\","
+                   "\"depends_on\":[\"o/zz\"]}}}}}",
+                   "schema: /properties/o/properties/a/depends_on/0: unknown field 'o/zz'", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":[\"string\",\"integer\"]}}}",
+                   "schema: /properties/a/type: a list of several types ('string', 'integer'); typellm decides one "
+                   "type (plus \"null\")", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"number\",\"format\":\"score\",\"minimum\":0.5}}}",
+                   "schema: /properties/a/minimum: does not apply to a score (its levels are 0.0 .. 1.0)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[\"1\",1]}}}",
+                   "schema: /properties/a/enum/1: value 1 reads the same as value \"1\" ('1'); probabilities are keyed "
+                   "by that text", false);
+}
+
 int main(void) {
     test_shapes();
     test_errors();
     test_plans();
+    test_refs_and_titles();
+    test_values();
+    test_nesting_and_arrays();
+    test_strings();
+    test_refusals();
     return TEST_DONE();
 }

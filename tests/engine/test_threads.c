@@ -69,5 +69,10 @@ int main(void) {
     check_model("models/olmo2-gpt2-d64-q8_0.gguf", "ref/olmo2-gpt2-d64-q8_0.code.json");
     check_model("models/granite-gpt2-d64-bf16.gguf", "ref/granite-gpt2-d64-bf16.code.json");
     check_model("models/mistral3-spm-d256-q4_k_m.gguf", "ref/mistral3-spm-d256-q4_k_m.code.json");
+    /* mixture of experts: routing, grouped expert products and the combine */
+    check_model("models/qwen3moe-d64-q8_0.gguf", "ref/qwen3moe-d64-q8_0.long.json");
+    check_model("models/gpt-oss-gpt2-d64-mxfp4.gguf", "ref/gpt-oss-gpt2-d64-mxfp4.code.json");
+    /* hybrid: delta-net recurrences split by (sequence, head) over the threads */
+    check_model("models/qwen35-d64-q8_0.gguf", "ref/qwen35-d64-q8_0.code.json");
     return TEST_DONE();
 }

@@ -95,7 +95,8 @@ static void check_conversion(const char *fixture, const char *type_name, tl_ggml
         tl_ggml_type want = base;
         if (A->n_dims == 1 || strstr(name, "norm")) want = TL_TYPE_F32;
         for (int e = 0; e < n_expect; e++)
-            if (!strcmp(name, expect_names[e]) || (!strncmp(expect_names[e], "blk.", 4) && strstr(name, expect_names[e])))
+            if (!strcmp(name, expect_names[e]) ||
+                ((!strncmp(expect_names[e], "blk.", 4) || expect_names[e][0] == '_') && strstr(name, expect_names[e])))
                 want = expect_types[e];
         CHECKF(B->type == want, "%s: tensor %s has type %s, want %s", type_name, name, tl_type_name(B->type), tl_type_name(want));
         /* values: relative RMS error over the tensor */

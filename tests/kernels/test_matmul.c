@@ -209,7 +209,7 @@ int main(void) {
 
     static const tl_ggml_type types[] = {TL_TYPE_F32, TL_TYPE_F16, TL_TYPE_BF16, TL_TYPE_Q8_0,
                                          TL_TYPE_Q4_0, TL_TYPE_Q4_1, TL_TYPE_Q5_0, TL_TYPE_Q5_1,
-                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K};
+                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K, TL_TYPE_MXFP4};
     enum { NT = sizeof types / sizeof types[0] };
     float *X = malloc(sizeof(float) * MAX_TOK * MAX_IN);
     for (int i = 0; i < MAX_TOK * MAX_IN; i++) X[i] = rnd_uniform() * (i % 97 == 0 ? 8.f : 1.f);

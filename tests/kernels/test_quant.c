@@ -68,6 +68,13 @@ static double ref_elem(tl_ggml_type t, const uint8_t *b, int k) {
         q |= ((qh[32 * h + l] >> (2 * quarter)) & 3) << 4;
         return ref_half(rd16(b + 208)) * sc[8 * h + 2 * quarter + l / 16] * (q - 32);
     }
+    case TL_TYPE_MXFP4: {
+        /* e2m1 by the OCP MX formula: sign, 2 exponent bits (bias 1), 1 mantissa bit */
+        int q = k < 16 ? b[1 + k] & 15 : b[1 + k - 16] >> 4;
+        int s = q >> 3, e = (q >> 1) & 3, m = q & 1;
+        double v = e == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, e - 1);
+        return (s ? -v : v) * ldexp(1.0, (int)b[0] - 127);
+    }
     default: return NAN;
     }
 }
@@ -143,6 +150,7 @@ static double rms_bound(tl_ggml_type t) {
     case TL_TYPE_Q8_0: return 0.012;
     case TL_TYPE_Q6_K: return 0.025;
     case TL_TYPE_Q5_0: case TL_TYPE_Q5_1: case TL_TYPE_Q5_K: return 0.06;
+    case TL_TYPE_MXFP4: return 0.2; /* 8 magnitudes on a power-of-two scale */
     default: return 0.12; /* 4-bit */
     }
 }
@@ -201,7 +209,7 @@ int main(void) {
     static const char *isas[] = {"scalar", "avx2", "avx512"};
     static const tl_ggml_type types[] = {TL_TYPE_F32, TL_TYPE_F16, TL_TYPE_BF16, TL_TYPE_Q8_0,
                                          TL_TYPE_Q4_0, TL_TYPE_Q4_1, TL_TYPE_Q5_0, TL_TYPE_Q5_1,
-                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K};
+                                         TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K, TL_TYPE_MXFP4};
     for (int k = 0; k < 3; k++) {
         if (!tl_kernels_force_isa(isas[k])) {
             fprintf(stderr, "ISA %s not available here: skipped\n", isas[k]);
@@ -218,9 +226,11 @@ int main(void) {
         check_fixture("models/llama-spm-d64-q8_0.gguf");
         check_fixture("models/qwen3-d64-f16.gguf");
         check_fixture("models/llama3-d64-bf16.gguf");
+        check_fixture("models/gpt-oss-gpt2-d64-mxfp4.gguf");
         /* the fixtures really cover the formats they are meant to */
         static const tl_ggml_type expect[] = {TL_TYPE_Q4_K, TL_TYPE_Q5_K, TL_TYPE_Q6_K, TL_TYPE_Q5_0,
-                                              TL_TYPE_Q8_0, TL_TYPE_Q4_0, TL_TYPE_F16, TL_TYPE_BF16};
+                                              TL_TYPE_Q8_0, TL_TYPE_Q4_0, TL_TYPE_F16, TL_TYPE_BF16,
+                                              TL_TYPE_MXFP4};
         for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
             CHECKF(seen_type[expect[i]] > 0, "no fixture tensor of type %s", tl_type_name(expect[i]));
         }

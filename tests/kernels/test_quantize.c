@@ -27,6 +27,19 @@ int main(void) {
     static const tl_ggml_type km_types[] = {TL_TYPE_Q6_K, TL_TYPE_Q6_K, TL_TYPE_Q6_K};
     check_conversion(d256, "Q4_K_M", TL_TYPE_Q4_K, 15, km_names, km_types, 3);
 
+    /* gpt-oss (MXFP4 experts + Q8_0): MXFP4_MOE keeps the expert stacks in
+     * MXFP4 (3-D tensors, rows of every expert), the rest Q8_0, routers and
+     * the 2-D expert biases F32 */
+    const char *oss = "models/gpt-oss-gpt2-d64-mxfp4.gguf";
+    static const char *const oss_names[] = {
+        "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.0.ffn_down_exps.weight",
+        "blk.1.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight",
+        "blk.0.ffn_gate_inp", "blk.1.ffn_gate_inp", "_exps.bias"};
+    static const tl_ggml_type oss_types[] = {TL_TYPE_MXFP4, TL_TYPE_MXFP4, TL_TYPE_MXFP4, TL_TYPE_MXFP4,
+                                             TL_TYPE_MXFP4, TL_TYPE_MXFP4, TL_TYPE_F32,   TL_TYPE_F32,
+                                             TL_TYPE_F32};
+    check_conversion(oss, "MXFP4_MOE", TL_TYPE_Q8_0, 38, oss_names, oss_types, 9);
+
     /* errors */
     tl_error err = {0};
     char out[512];

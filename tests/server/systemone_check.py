@@ -196,7 +196,7 @@ for mode in ("sequential", "batch", "auto"):
         rp = remote["fields"][f]["probabilities"]
         check(set(rp) == set(lf["probabilities"]) and
               all(abs(rp[k] - v) < 1e-9 for k, v in lf["probabilities"].items()), f"{mode}/{f}: probabilities")
-st, body, _ = call("/v1/decide", {"context": context, "schema": {"type": "object", "properties": {"x": {"type": "string"}}}})
+st, body, _ = call("/v1/decide", {"context": context, "schema": {"type": "object", "properties": {"x": {"type": "string", "enum": []}}}})
 check(st == 422 and "/properties/x" in json.dumps(body), f"/v1/decide bad schema -> 422 with path: {body}")
 st, body, _ = call("/v1/decide", {"context": context})
 check(st == 422 and body["detail"][0]["loc"] == ["body", "schema"], "/v1/decide missing schema")
