@@ -3,7 +3,9 @@
 # same CPU, same model files, same thread count (see bench/README.md).
 #
 #   bench/compare_llamacpp.sh [--threads 2] [--prefill 512] [--decode 128] [--types "Q8_0 F16 Q4_K_M"]
-#                             [--shape qwen2|qwen3moe]
+#                             [--shape qwen2|qwen3moe] [--runs 3]
+#
+# --runs N: the whole alternation N times; the table shows medians.
 #
 # --shape qwen3moe: a Qwen3-MoE-shaped random model instead (Qwen3-30B-A3B's
 # ratios scaled to 1.8 B parameters: 20 layers, dim 1024, 16 heads of 128,
@@ -19,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M" shape=qwen2
+threads=2 prefill=512 decode=128 types="Q8_0 F16 Q4_K_M" shape=qwen2 runs=3
 while [ $# -gt 0 ]; do
     case "$1" in
         --threads) threads=$2; shift 2 ;;
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
         --decode) decode=$2; shift 2 ;;
         --types) types=$2; shift 2 ;;
         --shape) shape=$2; shift 2 ;;
-        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"] [--shape qwen2|qwen3moe]" >&2; exit 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        *) echo "usage: $0 [--threads N] [--prefill P] [--decode D] [--types \"Q8_0 F16 Q4_K_M\"] [--shape qwen2|qwen3moe] [--runs R]" >&2; exit 2 ;;
     esac
 done
 out=$root/bench/out
@@ -67,15 +70,19 @@ fi
 
 results=$out/compare-$(date +%Y%m%d-%H%M%S).jsonl
 : >"$results"
-for t in $types; do
-    m=$out/$name-$t.gguf
-    echo "== typellm bench $t" >&2
-    "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
-        sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
-    echo "== llama.cpp $t" >&2
-    node bench/compare_llamacpp.mjs --threads "$threads" --prefill "$prefill" --decode "$decode" "$m" |
-        sed "s|^{|{\"side\":\"llama.cpp\",\"weights\":\"$t\",|" >>"$results"
+echo "== $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), AMX: $(grep -q amx_int8 /proc/cpuinfo && echo yes || echo no), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$runs"); do
+    for t in $types; do
+        m=$out/$name-$t.gguf
+        echo "== run $r: typellm bench $t" >&2
+        "$tl" bench --model "$m" -p "$prefill" -n "$decode" --threads "$threads" --json |
+            sed "s|^{|{\"side\":\"typellm\",\"weights\":\"$t\",|" >>"$results"
+        echo "== run $r: llama.cpp $t" >&2
+        node bench/compare_llamacpp.mjs --threads "$threads" --prefill "$prefill" --decode "$decode" "$m" |
+            sed "s|^{|{\"side\":\"llama.cpp\",\"weights\":\"$t\",|" >>"$results"
+    done
 done
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # table: pick prefill/decode tok/s from each side (typellm bench's keys may be
 # pp_tok_s/tg_tok_s or prefill_tok_s/decode_tok_s)
@@ -90,14 +97,18 @@ def pick(d, *keys):
             r = pick(v, *keys)
             if r is not None: return r
     return None
-print(f"\n{sys.argv[4]}, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens\n")
+n_runs = max(sum(1 for r in rows if r["side"] == "typellm" and r["weights"] == rows[0]["weights"]), 1)
+print(f"\n{sys.argv[4]}, {sys.argv[3]} threads, prefill {sys.argv[2]} tokens, medians of {n_runs} runs\n")
 print("| weights | typellm prefill tok/s | llama.cpp prefill tok/s | ratio | typellm decode tok/s | llama.cpp decode tok/s | ratio |")
 print("|---|---:|---:|---:|---:|---:|---:|")
+import statistics
+def med(t, side, *keys):
+    v = [pick(r, *keys) for r in rows if r["weights"] == t and r["side"] == side]
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
 for t in dict.fromkeys(r["weights"] for r in rows):
-    a = next((r for r in rows if r["weights"] == t and r["side"] == "typellm"), {})
-    b = next((r for r in rows if r["weights"] == t and r["side"] == "llama.cpp"), {})
-    ap, bp = pick(a, "prefill_tok_s", "pp_tok_s"), pick(b, "prefill_tok_s")
-    ad, bd = pick(a, "decode_tok_s", "tg_tok_s"), pick(b, "decode_tok_s")
+    ap, bp = med(t, "typellm", "prefill_tok_s", "pp_tok_s"), med(t, "llama.cpp", "prefill_tok_s")
+    ad, bd = med(t, "typellm", "decode_tok_s", "tg_tok_s"), med(t, "llama.cpp", "decode_tok_s")
     f = lambda x: f"{x:.1f}" if x else "?"
     ratio = lambda x, y: f"{x / y:.2f}x" if x and y else "?"
     print(f"| {t} | {f(ap)} | {f(bp)} | {ratio(ap, bp)} | {f(ad)} | {f(bd)} | {ratio(ad, bd)} |")

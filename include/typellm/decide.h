@@ -53,8 +53,8 @@ TL_API size_t tl_schema_n_fields(const tl_schema *s);
 
 typedef struct tl_decide_opts {
     const char *mode;          /* "sequential" | "batch" | "auto"; NULL = auto */
-    const char *style;         /* "chat" | "record"; NULL = chat if the model has a recognised template */
-    const char *chat_template; /* family to force ("chatml", "llama3", "llama2", "gemma", "phi3"), or NULL */
+    const char *style;         /* "chat" | "record"; NULL = chat if the model has a chat template */
+    const char *chat_template; /* built-in family to force ("chatml", "llama3", "llama2", "gemma", "phi3"), or NULL */
     double temperature;        /* 0 = argmax; > 0 divides the candidate logprobs, then seeded sampling */
     uint64_t seed;             /* sampling seed (used only when temperature > 0) */
     double threshold;          /* 0 = none; a chosen value with probability below it is abstained */
@@ -62,6 +62,10 @@ typedef struct tl_decide_opts {
     bool lenient;              /* unknown / unhonourable schema keywords are warnings ("warnings" in the JSON) */
     bool strict;               /* refuse free text: strings without enum are schema errors (as "x-strict": true) */
     bool partial;              /* a run that outgrows the context returns the fields decided before it */
+    /* Jinja source rendered instead of the model's tokenizer.chat_template
+     * (docs/templates.md), or NULL. Chat style renders the template with
+     * thinking off and scores where the model gives its final answer. */
+    const char *chat_template_jinja;
 } tl_decide_opts;
 
 /* Decides every field of schema over context[0..context_len) on backend b.

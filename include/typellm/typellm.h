@@ -14,6 +14,7 @@
  *   kernels.h       the kernels' instruction set, whole-model type conversion
  *   backend.h       local / SGLang / shared (thread-safe, batching) backends
  *   decide.h        schemas, tl_decide, tl_decision and its typed accessors
+ *   template.h      chat templates: a Jinja2 renderer (tl_template_render_chat)
  *   aeon.h, aeon_oracle.h, aeon_sampler.h   Aeon type-constrained synthesis
  *   server.h        the HTTP server (SGLang API, /v1/systemone, /v1/decide) */
 #ifndef TYPELLM_TYPELLM_H
@@ -27,6 +28,7 @@
 #include "kernels.h"
 #include "backend.h"
 #include "decide.h"
+#include "template.h"
 #include "aeon.h"
 #include "aeon_oracle.h"
 #include "aeon_sampler.h"

@@ -69,8 +69,9 @@ int tl_cmd_decide(int argc, char **argv) {
                  "                             context (one batched step); auto (default): waves by depends_on"},
         {0, "style", TL_OPT_STR, &a.opts.style, .metavar = "S",
          .help = "chat (default when the model has a recognised chat template) or record"},
-        {0, "chat-template", TL_OPT_STR, &a.opts.chat_template, .metavar = "NAME",
-         .help = "force a family: chatml, llama3, llama2 (mistral), gemma, phi3"},
+        {0, "chat-template", TL_OPT_STR, &a.opts.chat_template, .metavar = "NAME|FILE.jinja",
+         .help = "render this Jinja template instead of the model's own, or force a built-in family:\n"
+                 "                             chatml, llama3, llama2 (mistral), gemma, phi3"},
         {0, "temperature", TL_OPT_DOUBLE, &a.opts.temperature, .min = 0, .max = 1e6, .metavar = "T", .alias = "temp",
          .help = "0 (default) = argmax; T > 0 samples from softmax(logprob / T) over the choices"},
         {'s', "seed", TL_OPT_U64, &a.opts.seed, .metavar = "N", .help = "sampling seed (default 0)"},
@@ -133,7 +134,19 @@ int tl_cmd_decide(int argc, char **argv) {
     size_t context_len = 0;
     tl_model *model = NULL;
     tl_backend *b = NULL;
-    tl_status st = load_schema(a.schema_path, &a.opts, &schema, &err);
+    char *template_src = NULL;
+    tl_status st = TL_OK;
+    const char *ct = a.opts.chat_template;
+    if (ct && (strchr(ct, '/') || (strlen(ct) > 6 && !strcmp(ct + strlen(ct) - 6, ".jinja")))) {
+        size_t tlen;
+        st = tl_read_file(ct, MAX_SCHEMA_BYTES, &template_src, &tlen, &err);
+        if (!st && strlen(template_src) != tlen)
+            st = tl_error_set(&err, TL_ERR_INVALID, "%s: template contains a NUL byte", ct);
+        a.opts.chat_template_jinja = template_src;
+        a.opts.chat_template = NULL;
+    }
+    if (!st)
+        st = load_schema(a.schema_path, &a.opts, &schema, &err);
     if (!st) {
         if (a.context_text) {
             context_len = strlen(a.context_text);
@@ -176,5 +189,6 @@ int tl_cmd_decide(int argc, char **argv) {
     free(model_path);
     free(context);
     free(key_buf);
+    free(template_src);
     return st ? (st == TL_ERR_INVALID || st == TL_ERR_SCHEMA ? 2 : 1) : 0;
 }

@@ -71,6 +71,8 @@ typedef struct summary {
     char *tok_model, *tok_pre; /* NULL when absent */
     int64_t n_tokens;          /* -1 when absent */
     const char *template_family;
+    tl_template_info template_info; /* reasoning, when the template renders */
+    bool template_described;
     uint64_t by_type[TL_TYPE_COUNT];
     uint64_t params;
     char *name;
@@ -135,6 +137,12 @@ static void summarize(const tl_gguf *g, summary *s) {
     const tl_gguf_value *toks = tl_gguf_get(g, "tokenizer.ggml.tokens");
     s->n_tokens = toks && toks->type == TL_GGUF_ARRAY ? (int64_t)toks->v.arr.n : -1;
     s->template_family = chat_template_family(g);
+    tl_gguf_str tpl;
+    if (tl_gguf_get_str(g, "tokenizer.chat_template", &tpl, NULL) == TL_OK) {
+        tl_error terr = {0};
+        tl_template_describe(tpl.ptr, tpl.len, &s->template_info, &terr);
+        s->template_described = true;
+    }
 
     for (uint64_t i = 0; i < tl_gguf_n_tensors(g); i++) {
         const tl_gguf_tensor *t = tl_gguf_tensor_at(g, i);
@@ -310,6 +318,10 @@ static void print_text(const tl_gguf *g, const summary *s, bool keys) {
     if (s->n_tokens >= 0)
         printf(", %" PRId64 " tokens", s->n_tokens);
     printf("\nchat template: %s\n", s->template_family);
+    if (s->template_described)
+        printf("reasoning:     %s%s%s%s\n", s->template_info.reasoning ? "yes" : "no",
+               s->template_info.thinking[0] ? " (decisions: " : "", s->template_info.thinking,
+               s->template_info.thinking[0] ? ")" : "");
     tl_model_features f;
     tl_error err = {0};
     tl_model *m = engine_view(tl_gguf_path(g), &f, &err);
@@ -437,6 +449,10 @@ static int print_json(const tl_gguf *g, const summary *s, bool keys) {
     json_object_set_new(tok, "n_tokens", s->n_tokens >= 0 ? json_integer(s->n_tokens) : json_null());
     json_object_set_new(o, "tokenizer", tok);
     json_object_set_new(o, "chat_template", json_string(s->template_family));
+    json_object_set_new(o, "chat_template_reasoning",
+                        s->template_described ? json_boolean(s->template_info.reasoning) : json_null());
+    json_object_set_new(o, "chat_template_thinking",
+                        s->template_info.thinking[0] ? json_string(s->template_info.thinking) : json_null());
     tl_model_features f;
     tl_error err = {0};
     tl_model *m = engine_view(tl_gguf_path(g), &f, &err);

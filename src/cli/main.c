@@ -21,6 +21,7 @@ static const command commands[] = {
     {"bench", tl_cmd_bench, "prefill/decode speed, llama-bench style"},
     {"tokenize", tl_cmd_tokenize, "text -> token ids"},
     {"detokenize", tl_cmd_detokenize, "token ids -> text"},
+    {"template", tl_cmd_template, "render a chat template for a conversation, byte for byte"},
     {"inspect", tl_cmd_inspect, "describe a GGUF file"},
     {"quantize", tl_cmd_quantize, "convert a GGUF model's weights to Q8_0/Q4_0/Q4_K/Q6_K/..."},
 };

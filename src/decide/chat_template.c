@@ -1,10 +1,19 @@
-/* chat_template.c: family detection and turn framing (see chat_template.h).
- * The strings follow each family's published template for a user turn
- * followed by the generation prompt, without any default system prompt. */
+/* chat_template.c: turn framing (see chat_template.h): read off the model's
+ * own template rendered for probe conversations, or, for GGUFs without a
+ * template, one of five built-in families whose strings follow each
+ * family's published template for a user turn followed by the generation
+ * prompt, without any default system prompt. */
+#define _GNU_SOURCE /* memmem */
 #include "decide/chat_template.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "template/template.h"
+#include "util/error.h"
+#include "util/strbuf.h"
 
 static const tl_chat_framing framings[] = {
     [TL_CHAT_CHATML] = {"chatml", "<|im_start|>user\n", "<|im_end|>\n", "<|im_start|>assistant\n", "",
@@ -54,4 +63,248 @@ const tl_chat_framing *tl_chat_framing_of(tl_chat_family f) {
     if (f <= TL_CHAT_NONE || f > TL_CHAT_PHI3)
         return NULL;
     return &framings[f];
+}
+
+/* ---- framing from a Jinja template ------------------------------------------------
+ * Probe conversations with marker contents are rendered and the framing is
+ * the text around the markers. Markers are plain ASCII words, so templates
+ * that trim, split or test contents leave them intact. */
+
+
+#define MARK_U1 "TLMARKUSERONE"
+#define MARK_A1 "TLMARKANSWERONE"
+#define MARK_U2 "TLMARKUSERTWO"
+#define MARK_R "TLMARKREASONING"
+
+/* Reasoning blocks a generation prompt may leave open: opening and closing text. */
+static const char *const reasoning_tags[][2] = {
+    {"<think>", "</think>"},           {"<seed:think>", "</seed:think>"}, {"<|START_THINKING|>", "<|END_THINKING|>"},
+    {"[THINK]", "[/THINK]"},           {"<|channel>thought", "<channel|>"}, {"<|think|>", "<|end|>"},
+};
+#define N_REASONING_TAGS (sizeof reasoning_tags / sizeof reasoning_tags[0])
+
+static const char *last_of(const char *s, size_t n, const char *pat) {
+    size_t m = strlen(pat);
+    for (size_t i = n >= m ? n - m + 1 : 0; i-- > 0;)
+        if (!memcmp(s + i, pat, m))
+            return s + i;
+    return NULL;
+}
+
+static tl_status probe(const tl_template *t, const char *msgs_json, bool gen, json_t *vars,
+                       const tl_chat_derive_opts *o, tl_strbuf *out, tl_error *err) {
+    json_t *msgs = json_loads(msgs_json, 0, NULL);
+    if (!msgs)
+        return tl_error_set(err, TL_ERR_INTERNAL, "chat template: bad probe");
+    tl_chat_request req = {.messages = msgs,
+                           .add_generation_prompt = gen,
+                           .bos_token = o->bos_text,
+                           .eos_token = o->eos_text,
+                           .vars = vars};
+    tl_strbuf_clear(out);
+    tl_status st = tl_chat_render(t, &req, NULL, out, err);
+    json_decref(msgs);
+    return st;
+}
+
+static char *dup_range(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+void tl_chat_derived_free(tl_chat_derived *d) {
+    for (int i = 0; i < 4; i++)
+        free(d->strings[i]);
+    memset(d, 0, sizeof *d);
+}
+
+tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opts *o, tl_chat_derived *out,
+                         tl_error *err) {
+    memset(out, 0, sizeof *out);
+    const char *src = o->source ? o->source : "chat template";
+    tl_template *t = NULL;
+    tl_status st = tl_template_parse(jinja, len, &t, err);
+    if (st) {
+        tl_error_wrap(err, "%s", src);
+        return st;
+    }
+    tl_strbuf r1 = TL_STRBUF_INIT, r0 = TL_STRBUF_INIT, r2 = TL_STRBUF_INIT, r3 = TL_STRBUF_INIT;
+    tl_strbuf q = TL_STRBUF_INIT;
+    /* thinking off, in each spelling templates read */
+    json_t *vars = json_pack("{s:b, s:b}", "enable_thinking", 0, "thinking", 0);
+    char *tpl = dup_range(jinja, len);
+    if (!vars || !tpl) {
+        st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+        goto out;
+    }
+    if (strstr(tpl, "reasoning_effort"))
+        json_object_set_new(vars, "reasoning_effort", json_string("low"));
+    if (strstr(tpl, "thinking_budget"))
+        json_object_set_new(vars, "thinking_budget", json_integer(0));
+    static const char one_turn[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"}]";
+    if ((st = probe(t, one_turn, true, vars, o, &r1, err)) || (st = probe(t, one_turn, true, NULL, o, &r0, err))) {
+        tl_error_wrap(err, "%s: rendering one user message", src);
+        goto out;
+    }
+    const char *u1 = strstr(tl_strbuf_cstr(&r1), MARK_U1);
+    if (!u1) {
+        st = tl_error_set(err, TL_ERR_UNSUPPORTED, "%s: the user's message does not appear in its rendering", src);
+        goto out;
+    }
+    size_t open_len = (size_t)(u1 - r1.buf);
+    const char *gen = u1 + strlen(MARK_U1);
+    size_t gen_len = r1.len - (size_t)(gen - r1.buf);
+    if (!tl_strbuf_append(&q, gen, gen_len)) {
+        st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+        goto out;
+    }
+    /* reasoning: does the generation prompt leave a block open? */
+    static const char *const reasoning_words[] = {"think>", "reasoning_content", "<|channel|>", "<|channel>",
+                                                  "enable_thinking", "THINKING", "[THINK]", "<|think|>"};
+    for (size_t i = 0; i < sizeof reasoning_words / sizeof *reasoning_words; i++)
+        out->reasoning |= strstr(tpl, reasoning_words[i]) != NULL;
+    const char *g0 = strstr(tl_strbuf_cstr(&r0), MARK_U1);
+    if (g0 && strcmp(g0 + strlen(MARK_U1), gen))
+        snprintf(out->thinking, sizeof out->thinking, "%s", strstr(tpl, "enable_thinking") ? "enable_thinking=false"
+                                                           : strstr(tpl, "reasoning_effort") ? "reasoning_effort=low"
+                                                                                             : "thinking off");
+    for (size_t k = 0; k < N_REASONING_TAGS; k++) {
+        const char *open = last_of(gen, gen_len, reasoning_tags[k][0]);
+        if (!open || strstr(open, reasoning_tags[k][1]))
+            continue;
+        /* open: close it as the template closes a reasoning block it renders */
+        out->reasoning = true;
+        static const char with_reasoning[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\","
+                                             "\"content\":\"" MARK_A1 "\",\"reasoning_content\":\"" MARK_R "\"}]";
+        const char *close_text = NULL;
+        size_t close_len = 0;
+        if (!probe(t, with_reasoning, false, vars, o, &r3, err)) {
+            const char *rr = strstr(tl_strbuf_cstr(&r3), MARK_R);
+            const char *aa = rr ? strstr(rr, MARK_A1) : NULL;
+            const char *c = rr ? strstr(rr, reasoning_tags[k][1]) : NULL;
+            if (aa && c && c < aa) {
+                close_text = rr + strlen(MARK_R);
+                close_len = (size_t)(aa - close_text);
+            }
+        }
+        tl_strbuf fallback = TL_STRBUF_INIT;
+        if (!close_text) {
+            /* the family's closing tag after a blank reasoning line */
+            tl_strbuf_printf(&fallback, "%s%s\n\n", gen_len && gen[gen_len - 1] == '\n' ? "\n" : "\n\n",
+                             reasoning_tags[k][1]);
+            close_text = tl_strbuf_cstr(&fallback);
+            close_len = fallback.len;
+        }
+        bool ok = tl_strbuf_append(&q, close_text, close_len);
+        snprintf(out->thinking, sizeof out->thinking, "the template opens %s; closed with %s", reasoning_tags[k][0],
+                 reasoning_tags[k][1]);
+        tl_strbuf_free(&fallback);
+        if (!ok) {
+            st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+            goto out;
+        }
+        break;
+    }
+    if (gen_len >= 18 && !memcmp(gen + gen_len - 18, "<|start|>assistant", 18) && strstr(tpl, "<|channel|>final")) {
+        /* gpt-oss: the model would choose its channel; answers go in the final one */
+        out->reasoning = true;
+        if (!tl_strbuf_puts(&q, "<|channel|>final<|message|>")) {
+            st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+            goto out;
+        }
+        snprintf(out->thinking, sizeof out->thinking, "final channel");
+    }
+    if (last_of(q.buf, q.len, "reasoning steps:") && q.len - (size_t)(last_of(q.buf, q.len, "reasoning steps:") - q.buf) < 20) {
+        st = tl_error_set(err, TL_ERR_UNSUPPORTED,
+                          "%s: its generation prompt starts the answer with free-text reasoning (\"...reasoning "
+                          "steps:\"), which typellm cannot close; labels would be scored inside the reasoning. Use "
+                          "--chat-template with another template, or --style record",
+                          src);
+        goto out;
+    }
+    /* a second exchange: what closes an answered turn and opens the next question */
+    static const char two_turns[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\","
+                                    "\"content\":\"" MARK_A1 "\"},{\"role\":\"user\",\"content\":\"" MARK_U2 "\"}]";
+    if ((st = probe(t, two_turns, true, vars, o, &r2, err))) {
+        tl_error_wrap(err, "%s: rendering a user, assistant, user conversation", src);
+        goto out;
+    }
+    const char *a = strstr(tl_strbuf_cstr(&r2), MARK_A1), *u2 = a ? strstr(a, MARK_U2) : NULL;
+    const char *u1b = strstr(tl_strbuf_cstr(&r2), MARK_U1);
+    if (!a || !u2 || !u1b || u1b > a) {
+        st = tl_error_set(err, TL_ERR_UNSUPPORTED,
+                          "%s: an answered assistant turn does not appear in order in its rendering", src);
+        goto out;
+    }
+    const char *ans_close = a + strlen(MARK_A1);
+    const char *hist_open = u1b + strlen(MARK_U1);
+    size_t hist_len = (size_t)(a - hist_open), pre = 0;
+    /* text the answer carries after the generation prompt ("[/INST]" then " answer") */
+    if (hist_len > gen_len && !memcmp(hist_open, gen, gen_len)) {
+        pre = hist_len - gen_len;
+        for (size_t i = 0; i < pre; i++)
+            if (hist_open[gen_len + i] != ' ')
+                pre = 0;
+    }
+    const char *opening = r1.buf;
+    if (o->strip_bos && o->bos_text && *o->bos_text && !strncmp(opening, o->bos_text, strlen(o->bos_text))) {
+        opening += strlen(o->bos_text);
+        open_len -= strlen(o->bos_text);
+    }
+    out->strings[0] = dup_range(opening, open_len);
+    out->strings[1] = dup_range(q.buf, q.len);
+    out->strings[2] = dup_range(ans_close, (size_t)(u2 - ans_close));
+    out->strings[3] = dup_range(hist_open + gen_len, pre);
+    if (!out->strings[0] || !out->strings[1] || !out->strings[2] || !out->strings[3]) {
+        st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+        goto out;
+    }
+    tl_chat_family fam = tl_chat_family_detect(tpl);
+    snprintf(out->name, sizeof out->name, "%s", fam != TL_CHAT_NONE ? framings[fam].name : "jinja");
+    out->framing = (tl_chat_framing){.name = out->name,
+                                     .user_open = "",
+                                     .user_close = "",
+                                     .assistant_open = out->strings[1],
+                                     .label_prefix = out->strings[3],
+                                     .assistant_close = out->strings[2],
+                                     .opening = out->strings[0]};
+out:
+    if (st)
+        tl_chat_derived_free(out);
+    json_decref(vars);
+    free(tpl);
+    tl_strbuf_free(&r0);
+    tl_strbuf_free(&r1);
+    tl_strbuf_free(&r2);
+    tl_strbuf_free(&r3);
+    tl_strbuf_free(&q);
+    tl_template_free(t);
+    return st;
+}
+
+tl_status tl_template_describe(const char *src, size_t len, tl_template_info *out, tl_error *err) {
+    memset(out, 0, sizeof *out);
+    char *text = dup_range(src, len);
+    if (!text)
+        return tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+    tl_chat_family fam = tl_chat_family_detect(text);
+    snprintf(out->family, sizeof out->family, "%s", fam != TL_CHAT_NONE ? framings[fam].name : "jinja");
+    free(text);
+    tl_chat_derive_opts o = {.source = "chat template"};
+    tl_chat_derived d;
+    tl_status st = tl_chat_derive(src, len, &o, &d, err);
+    if (st) {
+        /* still say whether it reasons, from its text */
+        out->reasoning = memmem(src, len, "think>", 6) || memmem(src, len, "reasoning_content", 17) ||
+                         memmem(src, len, "<|channel|>", 11);
+        return st;
+    }
+    out->reasoning = d.reasoning;
+    snprintf(out->thinking, sizeof out->thinking, "%s", d.thinking);
+    tl_chat_derived_free(&d);
+    return TL_OK;
 }

@@ -17,6 +17,7 @@
 #include "decide/plan.h"
 #include "decide/render.h"
 #include "decide/schema.h"
+#include "tok/vocab.h"
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/rng.h"
@@ -53,6 +54,8 @@ typedef struct decide_run {
     const tl_decide_opts *opts;
     tl_dschema *schema;
     tl_render render;
+    tl_chat_derived derived; /* the framing read off the template, when one was rendered */
+    const char *template_source; /* "model", "given", "builtin" */
     tl_labelset labels;
     field_outcome *out;
     tl_usage usage;
@@ -853,8 +856,16 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
                                   t_total * 1e3));
     json_object_set_new(res, "mode", json_string(tl_dmode_name(mode)));
     json_object_set_new(res, "style", json_string(r->render.style == TL_STYLE_CHAT ? "chat" : "record"));
-    if (r->render.style == TL_STYLE_CHAT)
+    if (r->render.style == TL_STYLE_CHAT) {
         json_object_set_new(res, "chat_template", json_string(r->render.chat->name));
+        if (r->opts->trace) {
+            json_object_set_new(res, "chat_template_source", json_string(r->template_source));
+            json_object_set_new(res, "reasoning",
+                                r->derived.reasoning ? json_string(r->derived.thinking[0] ? r->derived.thinking
+                                                                                          : "reasoning template")
+                                                     : json_null());
+        }
+    }
     json_object_set_new(res, "model", r->b->model_name ? json_string(r->b->model_name) : json_null());
     *result = res;
     return TL_OK;
@@ -862,40 +873,84 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
 
 /* ---- options, given answers, labels -------------------------------------- */
 
-static tl_status choose_style(tl_backend *b, const tl_decide_opts *o, tl_render *render, tl_error *err) {
-    tl_chat_family fam;
+/* The BOS text the template's bos_token stands for, when the tokenizer is local. */
+static char *bos_text(const tl_backend *b, int32_t id) {
+    if (!b->vocab || id < 0)
+        return NULL;
+    size_t n = tl_vocab_token_bytes(b->vocab, id, true, NULL, 0);
+    char *s = malloc(n + 1);
+    if (s) {
+        tl_vocab_token_bytes(b->vocab, id, true, s, n + 1);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* Framing from the model's (or the given) Jinja template; TL_ERR_UNSUPPORTED
+ * etc. when it cannot frame a decision. */
+static tl_status derive_framing(decide_run *r, const char *jinja, const char *source, tl_error *err) {
+    char *bos = r->b->vocab ? bos_text(r->b, tl_vocab_bos(r->b->vocab)) : NULL;
+    char *eos = r->b->vocab ? bos_text(r->b, tl_vocab_eos(r->b->vocab)) : NULL;
+    tl_chat_derive_opts o = {.source = source,
+                             .bos_text = bos,
+                             .eos_text = eos,
+                             .strip_bos = r->b->vocab && tl_vocab_add_bos(r->b->vocab)};
+    tl_status st = tl_chat_derive(jinja, strlen(jinja), &o, &r->derived, err);
+    free(bos);
+    free(eos);
+    if (st)
+        tl_error_wrap(err, "decide: chat template");
+    return st;
+}
+
+static tl_status choose_style(decide_run *r, tl_error *err) {
+    tl_backend *b = r->b;
+    const tl_decide_opts *o = r->opts;
+    tl_render *render = &r->render;
+    tl_chat_family fam = TL_CHAT_NONE;
+    const tl_chat_framing *framing = NULL;
+    bool want_chat = !o->style || !strcmp(o->style, "chat");
+    if (o->style && strcmp(o->style, "chat") && strcmp(o->style, "record"))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: unknown style '%s' (chat, record)", o->style);
     if (o->chat_template) {
         fam = tl_chat_family_by_name(o->chat_template);
         if (fam == TL_CHAT_NONE)
             return tl_error_set(err, TL_ERR_INVALID,
-                                "decide: unknown chat template '%s' (chatml, llama3, llama2, mistral, gemma, phi3)",
+                                "decide: unknown chat template '%s' (chatml, llama3, llama2, mistral, gemma, phi3, "
+                                "or a .jinja file)",
                                 o->chat_template);
-    } else {
-        fam = tl_chat_family_detect(b->chat_template);
+        framing = tl_chat_framing_of(fam);
+        r->template_source = "builtin";
+    } else if (want_chat && (o->chat_template_jinja || b->chat_template)) {
+        const char *src = o->chat_template_jinja ? o->chat_template_jinja : b->chat_template;
+        tl_status st = derive_framing(r, src, o->chat_template_jinja ? "the given chat template"
+                                                                    : "the model's chat template (tokenizer.chat_template)",
+                                      err);
+        if (st)
+            return st;
+        framing = &r->derived.framing;
+        r->template_source = o->chat_template_jinja ? "given" : "model";
+    } else if (!b->chat_template && b->template_from_caller && want_chat) {
         /* A remote server that does not send its template (SGLang): never
          * guess the style from its absence, which would change the answers. */
-        if (!b->chat_template && b->template_from_caller && !(o->style && !strcmp(o->style, "record")))
-            return tl_error_set(err, TL_ERR_INVALID,
-                                "decide: the %s server does not send the model's chat template: give it with "
-                                "--chat-template NAME|FILE.jinja, or pass --tokenizer M.gguf (a GGUF of the same "
-                                "model, carrying its tokenizer and template); --style record needs neither",
-                                b->ops->kind);
+        return tl_error_set(err, TL_ERR_INVALID,
+                            "decide: the %s server does not send the model's chat template: give it with "
+                            "--chat-template NAME|FILE.jinja, or pass --tokenizer M.gguf (a GGUF of the same "
+                            "model, carrying its tokenizer and template); --style record needs neither",
+                            b->ops->kind);
     }
     if (!o->style) {
-        render->style = fam != TL_CHAT_NONE ? TL_STYLE_CHAT : TL_STYLE_RECORD;
+        render->style = framing ? TL_STYLE_CHAT : TL_STYLE_RECORD;
     } else if (!strcmp(o->style, "record")) {
         render->style = TL_STYLE_RECORD;
-    } else if (!strcmp(o->style, "chat")) {
-        if (fam == TL_CHAT_NONE)
-            return tl_error_set(err, TL_ERR_UNSUPPORTED,
-                                "decide: style chat: the model has %s chat template; force one with --chat-template "
-                                "(chatml, llama3, llama2, gemma, phi3) or use --style record",
-                                b->chat_template ? "an unrecognised" : "no");
-        render->style = TL_STYLE_CHAT;
     } else {
-        return tl_error_set(err, TL_ERR_INVALID, "decide: unknown style '%s' (chat, record)", o->style);
+        if (!framing)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                "decide: style chat: the model has no chat template; force one with --chat-template "
+                                "(chatml, llama3, llama2, gemma, phi3, or FILE.jinja) or use --style record");
+        render->style = TL_STYLE_CHAT;
     }
-    render->chat = render->style == TL_STYLE_CHAT ? tl_chat_framing_of(fam) : NULL;
+    render->chat = render->style == TL_STYLE_CHAT ? framing : NULL;
     return TL_OK;
 }
 
@@ -1020,7 +1075,7 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
     double t_score = 0, t_prepare = 0;
 
     tl_dschema_opts so = schema_opts(opts);
-    if ((st = tl_dschema_parse_opts(schema, &so, &r->schema, err)) || (st = choose_style(b, opts, &r->render, err)))
+    if ((st = tl_dschema_parse_opts(schema, &so, &r->schema, err)) || (st = choose_style(r, err)))
         goto out;
     size_t n = r->schema->n_fields;
     r->out = calloc(n, sizeof *r->out);
@@ -1129,6 +1184,7 @@ out:
             free(r->out[i].open_text);
         }
     tl_number_index_free(r->number_index);
+    tl_chat_derived_free(&r->derived);
     free(r->out);
     tl_dschema_free(r->schema);
     tl_idseq_free(&base);

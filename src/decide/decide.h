@@ -29,6 +29,11 @@
  *                       "label_mass", "abstained", ("trace": {"ids", "position", "wave", "text", "wave_usage"})}},
  *    "usage": {"prompt_tokens", "cached_tokens", "computed_tokens", "forward_passes"},
  *    "timing_ms": {"prepare", "score", "total"}, "mode", "style", ("chat_template"), "model"}.
+ * Chat style renders the model's own Jinja template (or chat_template_jinja)
+ * with thinking off; "chat_template" names its family ("chatml", ..., or
+ * "jinja") and, with trace, "chat_template_source" says which template
+ * ("model", "given", "builtin") and "reasoning" how the answer is kept out of
+ * a reasoning block.
  * Trace: "ids" are the exact token ids sent for the field, "position" the
  * index of the last of them (the candidates are scored for the next token),
  * "wave" the batched step it ran in, "wave_usage" that step's token counts.

@@ -13,7 +13,11 @@
 
 /* ---- text ---------------------------------------------------------------- */
 
-const char *tl_render_opening(const tl_render *r) { return r->style == TL_STYLE_CHAT ? r->chat->user_open : ""; }
+const char *tl_render_opening(const tl_render *r) {
+    if (r->style != TL_STYLE_CHAT)
+        return "";
+    return r->chat->opening ? r->chat->opening : r->chat->user_open;
+}
 
 const char *tl_render_label_tail(const tl_render *r) {
     if (r->style == TL_STYLE_RECORD)

@@ -1,15 +1,31 @@
-/* attention.c: tl_attention (see attention.h). One pool item is one
- * (token, kv head): the group of query heads sharing that kv head reads each
- * K/V row once. Scores of a 16-row block come from transposed K with vector
- * loads; every lane-wise operation is the same on every ISA clone, so the
- * result never depends on which clone runs. */
+/* attention.c: tl_attention (see attention.h), two implementations:
+ *
+ *  - portable (TL_ISA=scalar, non-x86): one pool item is one (token, kv
+ *    head); the group of query heads sharing that kv head reads each K/V row
+ *    once; GCC vector extensions, libm expf.
+ *  - AVX2 + FMA (every other path): one pool item is one (tile, kv head), a
+ *    tile being up to TILE consecutive tokens of one sequence (a prefill
+ *    chunk, or a branch's tail after the shared prefix). Scores are a blocked
+ *    product of the tile's query rows (all tokens x the head group) with
+ *    each 16-row K block, read once per tile; the weighted sum of V runs over
+ *    a group of query rows at a time, each V row read once per group.
+ *    Softmax with an 8-lane exp (vec_avx2.h).
+ *
+ * Both keep every value a fixed-order reduction of that token's own inputs:
+ * a score is q·k summed over d in order, the softmax sums lanes by j mod 8,
+ * an output is sum_j p_j v_j in increasing j. Tiling only decides which of
+ * these chains run side by side in registers, never their order, so results
+ * do not depend on the batch, the tile or the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/attention.h"
 #include "engine/forward.h"
+#include "engine/vec_avx2.h"
 #include "util/error.h"
+
+#define TILE 4 /* tokens per tile of the AVX2 path */
 
 /* 8-lane float vectors (GCC vector extensions): the same lane-wise
  * operations on every ISA (SSE pairs, AVX2 clone below). No FMA: the clones
@@ -32,6 +48,7 @@ tl_attn_params tl_attn_default(const tl_model *m, int32_t layer) {
 
 void tl_attn_scratch_free(tl_attn_scratch *s) {
     free(s->buf);
+    free(s->tiles);
     memset(s, 0, sizeof *s);
 }
 
@@ -46,6 +63,9 @@ typedef struct attn_job {
     int64_t out_stride;
     float *scores;        /* per thread: score_stride floats */
     size_t score_stride;
+    const int32_t *tiles; /* AVX2: tile i is tokens [tiles[i], tiles[i + 1]) */
+    int32_t n_tiles;
+    size_t ctx_stride;    /* AVX2: floats per query row of scores (>= max_pos + 1, a multiple of 16) */
 } attn_job;
 
 /* y[i] += a * x[i] */
@@ -157,6 +177,239 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
     }
 }
 
+
+#ifdef TL_ENGINE_AVX2
+/* ---- AVX2 + FMA --------------------------------------------------------- */
+
+enum { QK_ROWS = 6, PV_ROWS = 3 }; /* query rows per register tile (12 accumulators each) */
+
+/* s_a[r] = scale * sum_d q_a[d] * k_r[d] for the 16 rows r of one K block
+ * (kt: transposed, kt[d * 16 + r]) and NA query rows. */
+TL_AVX2_INLINE void qk_tile(const float *kt, int64_t dk, const float *const *qa, float *const *sa, float scale,
+                            const int NA) {
+    __m256 acc[QK_ROWS][2];
+    for (int a = 0; a < NA; a++)
+        acc[a][0] = acc[a][1] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dk; d++) {
+        __m256 k0 = _mm256_loadu_ps(kt + d * TL_KV_BLOCK), k1 = _mm256_loadu_ps(kt + d * TL_KV_BLOCK + 8);
+        for (int a = 0; a < NA; a++) {
+            __m256 qd = _mm256_broadcast_ss(qa[a] + d);
+            acc[a][0] = _mm256_fmadd_ps(qd, k0, acc[a][0]);
+            acc[a][1] = _mm256_fmadd_ps(qd, k1, acc[a][1]);
+        }
+    }
+    __m256 sc = _mm256_set1_ps(scale);
+    for (int a = 0; a < NA; a++) {
+        _mm256_storeu_ps(sa[a], _mm256_mul_ps(acc[a][0], sc));
+        _mm256_storeu_ps(sa[a] + 8, _mm256_mul_ps(acc[a][1], sc));
+    }
+}
+
+TL_AVX2 static void qk_rows(const float *kt, int64_t dk, const float *const *qa, float *const *sa, float scale,
+                            int na) {
+    switch (na) {
+    case 1: qk_tile(kt, dk, qa, sa, scale, 1); break;
+    case 2: qk_tile(kt, dk, qa, sa, scale, 2); break;
+    case 3: qk_tile(kt, dk, qa, sa, scale, 3); break;
+    case 4: qk_tile(kt, dk, qa, sa, scale, 4); break;
+    case 5: qk_tile(kt, dk, qa, sa, scale, 5); break;
+    default: qk_tile(kt, dk, qa, sa, scale, 6); break;
+    }
+}
+
+/* o_a[i0 + ..8 NV) += sum_{j in [j0, j1)} p_a[j] * v_j[i0 + ..] for NA query
+ * rows (accumulating in j order from what o_a holds). */
+TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                            const float *const *pa, float *const *oa, int64_t i0, const int NA, const int NV) {
+    const kv_cache *c = J->c;
+    const tl_layer_weights *w = &J->m->layers[J->layer];
+    int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
+    __m256 acc[PV_ROWS][4];
+    for (int a = 0; a < NA; a++)
+        for (int v = 0; v < NV; v++)
+            acc[a][v] = _mm256_loadu_ps(oa[a] + i0 + 8 * v);
+    for (int32_t j = j0; j < j1;) {
+        int32_t blk_end = (j / TL_KV_BLOCK + 1) * TL_KV_BLOCK, end = blk_end < j1 ? blk_end : j1;
+        const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv + i0;
+        for (; j < end; j++, vr += kv_v) {
+            __m256 p[PV_ROWS];
+            for (int a = 0; a < NA; a++)
+                p[a] = _mm256_broadcast_ss(pa[a] + j);
+            for (int v = 0; v < NV; v++) {
+                __m256 x = _mm256_loadu_ps(vr + 8 * v);
+                for (int a = 0; a < NA; a++)
+                    acc[a][v] = _mm256_fmadd_ps(p[a], x, acc[a][v]);
+            }
+        }
+    }
+    for (int a = 0; a < NA; a++)
+        for (int v = 0; v < NV; v++)
+            _mm256_storeu_ps(oa[a] + i0 + 8 * v, acc[a][v]);
+}
+
+#define PV_CASE(NA)                                                                  \
+    switch (nv) {                                                                    \
+    case 1: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 1); break;                     \
+    case 2: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 2); break;                     \
+    case 3: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 3); break;                     \
+    default: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 4); break;                    \
+    }
+
+/* pv_tile over every dim of the head: 32 at a time, then 8, then one by one. */
+TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                            const float *const *pa, float *const *oa, int na) {
+    int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
+    if (j1 <= j0)
+        return;
+    while (i0 + 8 <= dv) {
+        int nv = (int)((dv - i0) / 8 < 4 ? (dv - i0) / 8 : 4);
+        if (na == 1) { PV_CASE(1) }
+        else if (na == 2) { PV_CASE(2) }
+        else { PV_CASE(3) }
+        i0 += 8 * nv;
+    }
+    for (; i0 < dv; i0++) /* head sizes that are not a multiple of 8 */
+        for (int a = 0; a < na; a++) {
+            float acc = oa[a][i0];
+            for (int32_t j = j0; j < j1; j++)
+                acc = fmaf(pa[a][j], kv_v_row(J->c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK)[g * dv + i0], acc);
+            oa[a][i0] = acc;
+        }
+}
+
+/* One (tile, kv head) per item; items run tiles from both ends of the batch
+ * alternately, so that each thread's contiguous slice of items gets a like
+ * share of short and long contexts. */
+TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread) {
+    attn_job *J = arg;
+    const tl_model *m = J->m;
+    const tl_attn_params *p = &J->p;
+    const tl_layer_weights *w = &m->layers[J->layer];
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v;
+    int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv;
+    float *scores = J->scores + (size_t)thread * J->score_stride;
+    const float *qa[TILE * 64];
+    float *sa[TILE * 64], *oa[TILE * 64];
+    int32_t lo_a[TILE * 64], hi_a[TILE * 64];
+    float inv_a[TILE * 64];
+    for (int64_t item = b; item < e; item++) {
+        int64_t k = item / n_kv;
+        int32_t g = (int32_t)(item % n_kv), h0 = g * group;
+        int64_t tile = k % 2 ? J->n_tiles - 1 - k / 2 : k / 2;
+        int32_t t0 = J->tiles[tile], t1 = J->tiles[tile + 1];
+        const fwd_token *tk = &J->toks[t0];
+        /* query rows a = (token - t0) * group + hh */
+        int na = 0;
+        int32_t jmin = INT32_MAX, jmax = 0;
+        for (int32_t t = t0; t < t1; t++)
+            for (int32_t hh = 0; hh < group; hh++, na++) {
+                qa[na] = J->q + (int64_t)t * m->n_head * dk + (h0 + hh) * dk;
+                sa[na] = scores + (size_t)na * J->ctx_stride;
+                oa[na] = J->out + (int64_t)t * J->out_stride + (h0 + hh) * dv;
+                lo_a[na] = first_visible(p, J->toks[t].pos);
+                hi_a[na] = J->toks[t].pos + 1;
+                jmin = lo_a[na] < jmin ? lo_a[na] : jmin;
+                jmax = hi_a[na] > jmax ? hi_a[na] : jmax;
+            }
+        /* scores: every K block any row of the tile sees, read once */
+        for (int32_t j0 = jmin / TL_KV_BLOCK * TL_KV_BLOCK; j0 < jmax; j0 += TL_KV_BLOCK) {
+            const float *kt = kv_k_block(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer) + (size_t)g * dk * TL_KV_BLOCK;
+            float *sj[QK_ROWS];
+            const float *qj[QK_ROWS];
+            int n = 0;
+            for (int a = 0; a < na; a++) {
+                if (hi_a[a] <= j0 || lo_a[a] >= j0 + TL_KV_BLOCK)
+                    continue;
+                qj[n] = qa[a];
+                sj[n++] = sa[a] + j0;
+                if (n == QK_ROWS) {
+                    qk_rows(kt, dk, qj, sj, p->scale, n);
+                    n = 0;
+                }
+            }
+            if (n)
+                qk_rows(kt, dk, qj, sj, p->scale, n);
+        }
+        /* softmax of each row over [lo, hi): the rest of its blocks masked */
+        for (int a = 0; a < na; a++) {
+            float *s = sa[a];
+            int32_t lo = lo_a[a], hi = hi_a[a];
+            int32_t jb = lo / TL_KV_BLOCK * TL_KV_BLOCK, je = (hi + TL_KV_BLOCK - 1) / TL_KV_BLOCK * TL_KV_BLOCK;
+            if (p->softcap > 0.0f)
+                for (int32_t j = lo; j < hi; j++)
+                    s[j] = p->softcap * tanhf(s[j] / p->softcap);
+            for (int32_t j = jb; j < lo; j++)
+                s[j] = -INFINITY;
+            for (int32_t j = hi; j < je; j++)
+                s[j] = -INFINITY;
+            __m256 mx = _mm256_set1_ps(-INFINITY);
+            for (int32_t j = jb; j < je; j += 8)
+                mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+            float top = tl_hmax8(mx);
+            float sink = p->sinks ? p->sinks[h0 + a % group] : -INFINITY;
+            top = sink > top ? sink : top;
+            __m256 tv = _mm256_set1_ps(top), sum = _mm256_setzero_ps();
+            for (int32_t j = jb; j < je; j += 8) {
+                __m256 ev = tl_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), tv));
+                _mm256_storeu_ps(s + j, ev);
+                sum = _mm256_add_ps(sum, ev);
+            }
+            float total = tl_hsum8(sum);
+            if (p->sinks)
+                total += _mm256_cvtss_f32(tl_exp8(_mm256_set1_ps(sink - top)));
+            inv_a[a] = 1.0f / total;
+            memset(oa[a], 0, sizeof(float) * (size_t)dv);
+        }
+        /* outputs, PV_ROWS rows at a time: their common range [L, H) side
+         * by side, what only some of them see before and after alone */
+        for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
+            int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
+            int32_t L = 0, H = INT32_MAX;
+            for (int a = a0; a < a0 + n; a++) {
+                L = lo_a[a] > L ? lo_a[a] : L;
+                H = hi_a[a] < H ? hi_a[a] : H;
+            }
+            if (L >= H) {
+                for (int a = a0; a < a0 + n; a++)
+                    pv_rows(J, tk, g, lo_a[a], hi_a[a], (const float *const *)&sa[a], &oa[a], 1);
+                continue;
+            }
+            for (int a = a0; a < a0 + n; a++)
+                pv_rows(J, tk, g, lo_a[a], L, (const float *const *)&sa[a], &oa[a], 1);
+            pv_rows(J, tk, g, L, H, (const float *const *)&sa[a0], &oa[a0], n);
+            for (int a = a0; a < a0 + n; a++)
+                pv_rows(J, tk, g, H, hi_a[a], (const float *const *)&sa[a], &oa[a], 1);
+        }
+        for (int a = 0; a < na; a++) {
+            __m256 iv = _mm256_set1_ps(inv_a[a]);
+            int64_t i = 0;
+            for (; i + 8 <= dv; i += 8)
+                _mm256_storeu_ps(oa[a] + i, _mm256_mul_ps(_mm256_loadu_ps(oa[a] + i), iv));
+            for (; i < dv; i++)
+                oa[a][i] *= inv_a[a];
+        }
+    }
+}
+#endif
+
+static tl_status reserve(tl_attn_scratch *sc, size_t floats, size_t tiles, tl_error *err) {
+    if (floats > sc->cap_floats) {
+        free(sc->buf);
+        sc->buf = malloc(sizeof(float) * floats);
+        sc->cap_floats = sc->buf ? floats : 0;
+        if (!sc->buf)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention scores");
+    }
+    if (tiles > sc->cap_tiles) {
+        free(sc->tiles);
+        sc->tiles = malloc(sizeof(int32_t) * tiles);
+        sc->cap_tiles = sc->tiles ? tiles : 0;
+        if (!sc->tiles)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention tiles");
+    }
+    return TL_OK;
+}
+
 tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int32_t layer,
                        const tl_attn_params *p, const fwd_token *toks, int32_t n_tok, const float *q,
                        float *out, int64_t out_stride, tl_attn_scratch *sc, tl_error *err) {
@@ -167,22 +420,38 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
         max_pos = toks[t].pos > max_pos ? toks[t].pos : max_pos;
     const tl_layer_weights *w = &m->layers[layer];
     int32_t group = m->n_head / w->n_head_kv;
-    /* per thread: the weights of a head group over max_pos + 1 positions */
-    size_t stride = (((size_t)max_pos + 1) * (size_t)group + 15) & ~(size_t)15;
-    size_t need = stride * (size_t)tl_pool_size(pool);
-    if (need > sc->cap_floats) {
-        free(sc->buf);
-        sc->buf = malloc(sizeof(float) * need);
-        sc->cap_floats = sc->buf ? need : 0;
-        if (!sc->buf)
-            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for attention scores");
-    }
+    size_t threads = (size_t)tl_pool_size(pool);
     attn_job J = {.m = m, .c = c, .layer = layer, .p = *p, .toks = toks, .q = q, .out = out,
-                  .out_stride = out_stride, .scores = sc->buf, .score_stride = stride};
+                  .out_stride = out_stride};
     /* items per pool chunk: enough work (~8K floats) that waking a thread pays */
     int64_t span = p->window > 0 && p->window < max_pos + 1 ? p->window + TL_KV_BLOCK : (int64_t)max_pos + 1;
     int64_t work = span * (w->head_dim_k + w->head_dim_v) * group;
     int64_t grain = 8192 / (work > 0 ? work : 1);
-    tl_pool_run(pool, (int64_t)n_tok * w->n_head_kv, grain > 1 ? grain : 1, attention_items, &J);
+    grain = grain > 1 ? grain : 1;
+    tl_status st;
+#ifdef TL_ENGINE_AVX2
+    if (tl_engine_simd() && group <= 64) {
+        /* per thread: scores of a tile's TILE x group query rows */
+        J.ctx_stride = ((size_t)max_pos + 1 + TL_KV_BLOCK - 1) / TL_KV_BLOCK * TL_KV_BLOCK;
+        J.score_stride = J.ctx_stride * (size_t)TILE * (size_t)group;
+        if ((st = reserve(sc, J.score_stride * threads, (size_t)n_tok + 1, err)) != TL_OK)
+            return st;
+        int32_t n = 0;
+        for (int32_t t = 0; t < n_tok; t++)
+            if (t == 0 || toks[t].seq != toks[t - 1].seq || t - sc->tiles[n - 1] == TILE)
+                sc->tiles[n++] = t;
+        sc->tiles[n] = n_tok;
+        J.tiles = sc->tiles, J.n_tiles = n, J.scores = sc->buf;
+        grain = grain / TILE > 1 ? grain / TILE : 1;
+        tl_pool_run(pool, (int64_t)n * w->n_head_kv, grain, attention_tiles, &J);
+        return TL_OK;
+    }
+#endif
+    /* per thread: the weights of a head group over max_pos + 1 positions */
+    J.score_stride = (((size_t)max_pos + 1) * (size_t)group + 15) & ~(size_t)15;
+    if ((st = reserve(sc, J.score_stride * threads, 0, err)) != TL_OK)
+        return st;
+    J.scores = sc->buf;
+    tl_pool_run(pool, (int64_t)n_tok * w->n_head_kv, grain, attention_items, &J);
     return TL_OK;
 }

@@ -33,6 +33,8 @@ tl_attn_params tl_attn_default(const tl_model *m, int32_t layer);
 typedef struct tl_attn_scratch {
     float *buf;
     size_t cap_floats;
+    int32_t *tiles;
+    size_t cap_tiles;
 } tl_attn_scratch;
 
 void tl_attn_scratch_free(tl_attn_scratch *s);

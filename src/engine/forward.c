@@ -16,11 +16,13 @@
  * here, reducing in a fixed order per token so results are batch- and
  * thread-independent. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/attention.h"
 #include "engine/forward.h"
+#include "engine/vec_avx2.h"
 #include "engine/deltanet.h"
 #include "engine/moe.h"
 #include "util/error.h"
@@ -96,6 +98,7 @@ typedef struct pass {
     int64_t fused_stride;
     int64_t h_stride;
     float *hidden_out;
+    bool simd;    /* tl_engine_simd() */
 } pass;
 
 static void embed_rows(void *arg, int64_t b, int64_t e, int thread) {
@@ -210,6 +213,23 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
     }
 }
 
+#ifdef TL_ENGINE_AVX2
+/* g[i] = gate[i] / (1 + e^-gate[i]) * up[i], 8 at a time (the exp of vec_avx2.h), the rest one by one */
+TL_AVX2 static void swiglu_avx2(float *g, const float *gate, const float *up, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 gv = _mm256_loadu_ps(gate + i);
+        __m256 den = _mm256_add_ps(one, tl_exp8(_mm256_sub_ps(zero, gv)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, den), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        __m256 den = _mm256_add_ps(one, tl_exp8(_mm256_set1_ps(-gate[i])));
+        g[i] = gate[i] / _mm256_cvtss_f32(den) * up[i];
+    }
+}
+#endif
+
 /* Gated q (qwen35): the attn_q output row, [query; gate] per head, in f:
  * the queries go to q, the gates stay in f for out_gate_rows. */
 static void q_gate_split_rows(void *arg, int64_t b, int64_t e, int thread) {
@@ -242,6 +262,12 @@ static void glu_rows(void *arg, int64_t b, int64_t e, int thread) {
         float *g = P->g + t * F;
         const float *gate = P->w->w_gate.data ? g : P->f + t * P->fused_stride;
         const float *up = P->w->w_gate.data ? P->u + t * F : P->f + t * P->fused_stride + F;
+#ifdef TL_ENGINE_AVX2
+        if (P->simd && !gelu) {
+            swiglu_avx2(g, gate, up, F);
+            continue;
+        }
+#endif
         for (int64_t i = 0; i < F; i++) {
             float gv = gate[i];
             g[i] = (gelu ? gelu_tanh(gv) : gv / (1.0f + expf(-gv))) * up[i];
@@ -364,7 +390,8 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
     for (int32_t t = 0; t < n_tok; t++)
         if (toks[t].id < 0 || toks[t].id >= m->n_vocab)
             return tl_error_set(err, TL_ERR_INVALID, "token id %d out of range [0, %d)", toks[t].id, m->n_vocab);
-    pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out};
+    pass P = {.m = m, .c = c, .sc = sc, .toks = toks, .n_tok = n_tok, .hidden_out = hidden_out,
+              .simd = tl_engine_simd()};
     tl_status st = scratch_reserve(m, pool, sc, n_tok, &P, err);
     if (st != TL_OK)
         return st;
@@ -389,16 +416,14 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
                 tl_matmul(pool, &w->wqkv, P.h, n_tok, P.f);
                 tl_pool_run(pool, n_tok, grain_for(w->wqkv.n_out), qkv_split_rows, &P);
             } else {
-                if (gated_q) {
+                /* q (or [q; gate]), k, v share one quantization of their input (gate/up too, below) */
+                const tl_matrix *qkv[3] = {&w->wq, &w->wk, &w->wv};
+                float *qkv_out[3] = {gated_q ? P.f : P.q, P.k, P.v};
+                if (gated_q)
                     P.fused_stride = w->wq.n_out;
-                    tl_matmul(pool, &w->wq, P.h, n_tok, P.f);
+                tl_matmul_multi(pool, qkv, w->wv.data ? 3 : 2, P.h, n_tok, qkv_out);
+                if (gated_q)
                     tl_pool_run(pool, n_tok, grain_for(w->wq.n_out), q_gate_split_rows, &P);
-                } else {
-                    tl_matmul(pool, &w->wq, P.h, n_tok, P.q);
-                }
-                tl_matmul(pool, &w->wk, P.h, n_tok, P.k);
-                if (w->wv.data)
-                    tl_matmul(pool, &w->wv, P.h, n_tok, P.v);
             }
             tl_pool_run(pool, n_tok, grain_for(nq + nv), qk_prepare_rows, &P);
             /* attention output (n_tok, n_head * head_dim_v) goes into h */
@@ -417,8 +442,9 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
                 return st;
         } else {
             if (w->w_gate.data) {
-                tl_matmul(pool, &w->w_gate, P.h, n_tok, P.g);
-                tl_matmul(pool, &w->w_up, P.h, n_tok, P.u);
+                const tl_matrix *gu[2] = {&w->w_gate, &w->w_up};
+                float *gu_out[2] = {P.g, P.u};
+                tl_matmul_multi(pool, gu, 2, P.h, n_tok, gu_out);
             } else {
                 P.fused_stride = w->w_up.n_out;
                 tl_matmul(pool, &w->w_up, P.h, n_tok, P.f);

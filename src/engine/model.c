@@ -866,7 +866,11 @@ void tl_model_get_features(const tl_model *m, tl_model_features *f) {
         f->qkv_bias |= w->bq != NULL;
         f->qk_norm |= w->q_norm != NULL;
         f->fused_qkv |= w->wqkv.data != NULL;
-        f->fused_gate_up |= !w->w_gate.data;
+        f->fused_gate_up |= !w->w_gate.data && !m->moe; /* experts have their own gate/up stacks */
+    }
+    if (m->moe) {
+        f->n_expert = m->moe->n_expert;
+        f->n_expert_used = m->moe->n_used;
     }
     f->attn_softcap = m->attn_softcap;
     f->final_softcap = m->final_softcap;

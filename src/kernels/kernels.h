@@ -7,7 +7,8 @@
  *    X (never on n_tok or the other rows), so a token computed alone, in a
  *    batch of branches, or after a cached prefix gives the same bits.
  *  - ISA dispatch at run time (AVX-512/VNNI/BF16, AVX2, scalar); TL_ISA=scalar
- *    (or avx2, avx512) in the environment forces a path, so CI tests each. */
+ *    (or avx2, avx512) in the environment forces a path, so CI tests each;
+ *    TL_ISA=amx opts in to the AMX tiles (not the default: unmeasured). */
 #ifndef TL_KERNELS_KERNELS_H
 #define TL_KERNELS_KERNELS_H
 
@@ -37,7 +38,7 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
 /* True when the engine can multiply by weights of this type. */
 int tl_kernels_supports(tl_ggml_type t);
 /* Switches every later kernel call to the named path ("scalar", "avx2",
- * "avx512"); returns 0 (and changes nothing) if the CPU lacks it. For tests
+ * "avx512", "amx"); returns 0 (and changes nothing) if the CPU lacks it. For tests
  * and benchmarks comparing paths; not to be called while kernels run. */
 int tl_kernels_force_isa(const char *name);
 
@@ -61,5 +62,11 @@ typedef struct tl_matrix {
 /* Y[t*n_out + o] = sum_i W[o][i] * X[t*n_in + i] for t in [0, n_tok).
  * X and Y are row-major float32. See the invariants above. */
 void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y);
+
+/* Y[i] = W[i] x X for i < n, every W[i] with the same n_in (a layer's q/k/v,
+ * or gate/up): the activations are quantized once for all of them and one
+ * pool run covers every output row. Each Y[i] gets exactly the bits
+ * tl_matmul(p, W[i], X, n_tok, Y[i]) gives. n <= 8. */
+void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *X, int64_t n_tok, float *const *Y);
 
 #endif

@@ -166,12 +166,14 @@ void tl_unpack_mxfp4_scalar(const void *src, int64_t n, uint8_t *code, float *ws
 void tl_unpack_mxfp4_avx2(const void *src, int64_t n, uint8_t *code, float *ws);
 void tl_unpack_mxfp4_avx512(const void *src, int64_t n, uint8_t *code, float *ws);
 
-/* Quantizes X rows [t0, t1) into act. */
+/* Quantizes X rows [t0, t1) into act (portable; the AVX2 one gives the same bytes). */
 void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1);
+void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int64_t t1);
 
 /* ---- ISA selection --------------------------------------------------------- */
 
-typedef enum { TL_ISA_SCALAR = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2 } tl_isa;
+/* AMX: the AVX-512 kernels plus AMX tiles for the matrix products (opt-in, TL_ISA=amx). */
+typedef enum { TL_ISA_SCALAR = 0, TL_ISA_AVX2 = 1, TL_ISA_AVX512 = 2, TL_ISA_AMX = 3 } tl_isa;
 tl_isa tl_kernels_isa_id(void);
 
 /* Per-ISA kernels: output rows [o0, o1) of Y for all n_tok tokens.
@@ -185,5 +187,9 @@ void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float 
 void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+/* matmul_amx.c: call only after tl_amx_usable() returned 1 (it asks Linux for the tile state). */
+int tl_amx_usable(void);
+void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 
 #endif

@@ -22,12 +22,14 @@ typedef struct {
 
 static void act_rows(void *v, int64_t t0, int64_t t1, int thread) {
     matmul_job *j = v;
-    tl_act_quantize_rows(j->act, j->X, t0, t1);
+    if (j->isa >= TL_ISA_AVX2) tl_act_quantize_rows_avx2(j->act, j->X, t0, t1);
+    else tl_act_quantize_rows(j->act, j->X, t0, t1);
 }
 
 static void float_rows(void *v, int64_t o0, int64_t o1, int thread) {
     matmul_job *j = v;
     switch (j->isa) {
+    case TL_ISA_AMX: tl_rows_float_amx(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
     case TL_ISA_AVX512: tl_rows_float_avx512(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
     case TL_ISA_AVX2: tl_rows_float_avx2(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
     default: tl_rows_float_scalar(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
@@ -37,30 +39,92 @@ static void float_rows(void *v, int64_t o0, int64_t o1, int thread) {
 static void quant_rows(void *v, int64_t o0, int64_t o1, int thread) {
     matmul_job *j = v;
     switch (j->isa) {
+    case TL_ISA_AMX: tl_rows_quant_amx(j->W, o0, o1, j->act, j->Y); break;
     case TL_ISA_AVX512: tl_rows_quant_avx512(j->W, o0, o1, j->act, j->Y); break;
     case TL_ISA_AVX2: tl_rows_quant_avx2(j->W, o0, o1, j->act, j->Y); break;
     default: tl_rows_quant_scalar(j->W, o0, o1, j->act, j->Y); break;
     }
 }
 
+static int is_float(tl_ggml_type t) { return t == TL_TYPE_F32 || t == TL_TYPE_F16 || t == TL_TYPE_BF16; }
+
+/* Quantized activations of X for matrices of n_in columns: one allocation
+ * for the codes, block scales and block sums; NULL when out of memory. */
+static uint8_t *act_alloc(tl_act *act, int64_t n_tok, int64_t n_in) {
+    int64_t nb = n_in / QK32;
+    size_t n_blocks = (size_t)(n_tok * nb);
+    size_t bytes = n_blocks * (32 + 4 + 4) + 64;
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!buf) return NULL;
+    *act = (tl_act){n_tok, n_in, nb, NULL, NULL, NULL};
+    act->q = (int8_t *)buf;                               /* 32 B per block */
+    act->d = (float *)(buf + n_blocks * 32);              /* 4 B per block */
+    act->dsum = (float *)(buf + n_blocks * 36);           /* 4 B per block */
+    return buf;
+}
+
+enum { MULTI_MAX = 8 };
+
+typedef struct {
+    matmul_job job[MULTI_MAX];
+    int n;
+    int64_t first[MULTI_MAX + 1]; /* item index of each matrix's first row chunk */
+} multi_job;
+
+/* Items are ROW_GRAIN-row chunks of one matrix, numbered matrix after matrix:
+ * each is the same chunk tl_matmul would hand one kernel call. */
+static void multi_rows(void *v, int64_t i0, int64_t i1, int thread) {
+    multi_job *mj = v;
+    for (int k = 0; k < mj->n; k++) {
+        int64_t a = i0 > mj->first[k] ? i0 : mj->first[k], b = i1 < mj->first[k + 1] ? i1 : mj->first[k + 1];
+        if (a >= b) continue;
+        int64_t n_out = mj->job[k].W->n_out;
+        int64_t o0 = (a - mj->first[k]) * ROW_GRAIN, o1 = (b - mj->first[k]) * ROW_GRAIN;
+        if (o1 > n_out) o1 = n_out;
+        if (is_float(mj->job[k].W->type)) float_rows(&mj->job[k], o0, o1, thread);
+        else quant_rows(&mj->job[k], o0, o1, thread);
+    }
+}
+
+void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *X, int64_t n_tok, float *const *Y) {
+    if (n_tok <= 0 || n <= 0) return;
+    int quant = 0, ok = n <= MULTI_MAX;
+    for (int k = 0; k < n && ok; k++) {
+        ok = W[k]->n_in == W[0]->n_in && (is_float(W[k]->type) || (tl_kernels_supports(W[k]->type) && W[k]->n_in % QK32 == 0));
+        quant |= !is_float(W[k]->type);
+    }
+    if (!ok) {
+        for (int k = 0; k < n; k++) tl_matmul(p, W[k], X, n_tok, Y[k]);
+        return;
+    }
+    multi_job mj = {.n = n};
+    tl_act act;
+    uint8_t *buf = NULL;
+    tl_isa isa = tl_kernels_isa_id();
+    if (quant) {
+        if (!(buf = act_alloc(&act, n_tok, W[0]->n_in))) return;
+    }
+    mj.first[0] = 0;
+    for (int k = 0; k < n; k++) {
+        mj.job[k] = (matmul_job){W[k], X, n_tok, Y[k], quant ? &act : NULL, isa};
+        mj.first[k + 1] = mj.first[k] + (W[k]->n_out + ROW_GRAIN - 1) / ROW_GRAIN;
+    }
+    if (quant) tl_pool_run(p, n_tok, 4, act_rows, &mj.job[0]);
+    tl_pool_run(p, mj.first[n], 1, multi_rows, &mj);
+    free(buf);
+}
+
 void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
     if (n_tok <= 0 || W->n_out <= 0) return;
     matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id()};
-    if (W->type == TL_TYPE_F32 || W->type == TL_TYPE_F16 || W->type == TL_TYPE_BF16) {
+    if (is_float(W->type)) {
         tl_pool_run(p, W->n_out, ROW_GRAIN, float_rows, &job);
         return;
     }
     if (!tl_kernels_supports(W->type) || W->n_in % QK32) return;
-    /* one allocation for the quantized activations: codes, block scales, block sums */
-    int64_t nb = W->n_in / QK32;
-    size_t n_blocks = (size_t)(n_tok * nb);
-    size_t bytes = n_blocks * (32 + 4 + 4) + 64;
-    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    tl_act act;
+    uint8_t *buf = act_alloc(&act, n_tok, W->n_in);
     if (!buf) return;
-    tl_act act = {n_tok, W->n_in, nb, NULL, NULL, NULL};
-    act.q = (int8_t *)buf;                               /* 32 B per block */
-    act.d = (float *)(buf + n_blocks * 32);              /* 4 B per block */
-    act.dsum = (float *)(buf + n_blocks * 36);           /* 4 B per block */
     job.act = &act;
     tl_pool_run(p, n_tok, 4, act_rows, &job);
     tl_pool_run(p, W->n_out, ROW_GRAIN, quant_rows, &job);

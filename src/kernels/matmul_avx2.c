@@ -16,7 +16,10 @@
 #define INLINE __attribute__((always_inline)) static inline
 #define UNROLL _Pragma("GCC unroll 4")
 
-enum { ROWS = 4, TOK_TILE = 2, TOK_CHUNK = 64 };
+/* TOK_CHUNK: tokens whose int8 activations (<= 256 x n_in bytes) stay in L2
+ * while a chunk's weight rows are unpacked once for them; float
+ * activations are 4 bytes each, so a quarter as many. */
+enum { ROWS = 4, TOK_TILE = 2, TOK_CHUNK = 256, TOK_CHUNK_FLOAT = 64 };
 
 /* Sum of the 8 lanes in a fixed order. */
 TARGET INLINE float hsum8(__m256 v) {
@@ -91,8 +94,8 @@ static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}
 
 TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out;
-    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
-        int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
+    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK_FLOAT) {
+        int64_t tc_end = tc + TOK_CHUNK_FLOAT < n_tok ? tc + TOK_CHUNK_FLOAT : n_tok;
         for (int64_t o = o0; o < o1;) {
             int R = o1 - o >= ROWS ? ROWS : 1;
             const uint8_t *w[ROWS];
@@ -233,6 +236,16 @@ typedef struct {
     int offset;  /* codes' zero point (not used for Q8_0's signed form) */
 } qrows;
 
+/* sum_b wm[b] * dsum[b]: the mins' share of a row (types with mins). */
+TARGET INLINE float min_term(const float *wm, const float *ds, int64_t nb) {
+    __m256 am = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) am = _mm256_fmadd_ps(_mm256_loadu_ps(wm + b), _mm256_loadu_ps(ds + b), am);
+    float m = hsum8(am);
+    for (; b < nb; b++) m += wm[b] * ds[b];
+    return m;
+}
+
 /* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
  * codes are made from the raw rows (decode); the arithmetic is the same. */
 TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offset, tl_ggml_type fused, const tl_act *A,
@@ -278,27 +291,72 @@ TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offse
     UNROLL for (int r = 0; r < R; r++) {
         UNROLL for (int t = 0; t < T; t++) {
             float y = hsum8(acc[r][t]);
-            if (w->has_min) {
-                const float *ds = A->dsum + (t0 + t) * nb;
-                __m256 am = _mm256_setzero_ps();
-                int64_t b = 0;
-                for (; b + 8 <= nb; b += 8) am = _mm256_fmadd_ps(_mm256_loadu_ps(w->wm[r] + b), _mm256_loadu_ps(ds + b), am);
-                float m = hsum8(am);
-                for (; b < nb; b++) m += w->wm[r][b] * ds[b];
-                y += m;
-            }
+            if (w->has_min) y += min_term(w->wm[r], A->dsum + (t0 + t) * nb, nb);
             Y[t * n_out + r] = y;
         }
     }
 }
 
-#define QUANT_TILE(R, T)                                                                                \
-    TARGET static void quant_tile_##R##_##T(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
-                                            int64_t n_out) {                                           \
-        if (sc) quant_tile(w, R, 1, 0, TL_TYPE_COUNT, A, t0, T, Y, n_out);                             \
-        else quant_tile(w, R, 0, w->offset, TL_TYPE_COUNT, A, t0, T, Y, n_out);                        \
+/* Prefill: codes unpacked for ROWS rows (pf_rows), every operand of the
+ * inner loop read from L1 (memory operands), so the 4 x 2 accumulators stay
+ * in registers. The arithmetic of each (row, token) is quant_tile's,
+ * operation for operation, so prefill and decode rows are the same bits. */
+typedef struct {
+    const uint8_t *code[ROWS]; /* unsigned codes, or Q8_0: |w| */
+    const int8_t *sgn[ROWS];   /* Q8_0: the stored int8 weights */
+    const float *wse[ROWS];    /* 8 floats per block: ws of lanes 0-3, then 4-7 */
+    const float *wm[ROWS];
+    int has_min;
+    int offset;
+} pf_rows;
+
+TARGET INLINE void quant_tile_pf(const pf_rows *w, const int R, const int signed_codes, const tl_act *A, int64_t t0,
+                                 const int T, float *Y, int64_t n_out) {
+    const int64_t nb = A->nb, n_in = A->n_in;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i offv = _mm256_set1_epi8((char)w->offset);
+    __m256 acc[ROWS][TOK_TILE];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        UNROLL for (int t = 0; t < T; t++) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(A->q + (t0 + t) * n_in + 32 * b));
+            __m256 dv = _mm256_broadcast_ss(A->d + (t0 + t) * nb + b);
+            __m256i ov = _mm256_setzero_si256();
+            if (!signed_codes)
+                ov = _mm256_sub_epi32(ov, _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256i lanes;
+                __m256i wc = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
+                if (signed_codes) {
+                    __m256i ws = _mm256_loadu_si256((const __m256i *)(w->sgn[r] + 32 * b));
+                    lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wc, _mm256_sign_epi8(xv, ws)), ones);
+                } else {
+                    lanes = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wc, xv), ones), ov);
+                }
+                __m256 f = _mm256_cvtepi32_ps(lanes);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_loadu_ps(w->wse[r] + 8 * b)), dv, acc[r][t]);
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        UNROLL for (int t = 0; t < T; t++) {
+            float y = hsum8(acc[r][t]);
+            if (w->has_min) y += min_term(w->wm[r], A->dsum + (t0 + t) * nb, nb);
+            Y[t * n_out + r] = y;
+        }
+    }
+}
+
+#define QUANT_TILE(R, T)                                                                                 \
+    TARGET static void quant_tile_##R##_##T(const pf_rows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
+                                            int64_t n_out) {                                            \
+        if (sc) quant_tile_pf(w, R, 1, A, t0, T, Y, n_out);                                             \
+        else quant_tile_pf(w, R, 0, A, t0, T, Y, n_out);                                                \
     }
 QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(1, 1) QUANT_TILE(1, 2)
+
+typedef void (*pf_tile_fn)(const pf_rows *, int, const tl_act *, int64_t, float *, int64_t);
 
 typedef void (*quant_tile_fn)(const qrows *, int, const tl_act *, int64_t, float *, int64_t);
 
@@ -326,24 +384,50 @@ static quant_tile_fn fused_kernel(tl_ggml_type t, int full) {
     default: return NULL;
     }
 }
-static const quant_tile_fn quant_tiles[2][2] = {{quant_tile_1_1, quant_tile_1_2}, {quant_tile_4_1, quant_tile_4_2}};
+static const pf_tile_fn quant_tiles[2][2] = {{quant_tile_1_1, quant_tile_1_2}, {quant_tile_4_1, quant_tile_4_2}};
+
+/* One row unpacked for the prefill tile: codes (Q8_0: |w| and the int8
+ * weights), ws spread to 8 lanes per block, wm. */
+TARGET static void pf_unpack(tl_ggml_type t, const uint8_t *src, int64_t n_in, int signed_codes, uint8_t *code,
+                             int8_t *sgn, float *ws, float *wse, float *wm) {
+    int64_t nb = n_in / QK32;
+    tl_unpack_row_avx2(t, src, n_in, code, ws, wm);
+    const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        __m128 two = _mm_castpd_ps(_mm_load_sd((const double *)(ws + 2 * b)));
+        _mm256_storeu_ps(wse + 8 * b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), half_idx));
+        if (signed_codes) {
+            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(code + 32 * b)), flip);
+            _mm256_storeu_si256((__m256i *)(sgn + 32 * b), v);
+            _mm256_storeu_si256((__m256i *)(code + 32 * b), _mm256_abs_epi8(v));
+        }
+    }
+}
 
 TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
     size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
     size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    uint8_t *buf = aligned_alloc(64, ROWS * (code_stride + 4 * ws_stride + 4 * wm_stride));
+    size_t wse_stride = (size_t)(8 * nb + 15) / 16 * 16;
+    size_t row_bytes = 2 * code_stride + 4 * (ws_stride + wm_stride + wse_stride);
+    uint8_t *buf = aligned_alloc(64, ROWS * row_bytes);
     if (!buf) return;
     tl_unpack_info info = tl_unpack_info_of(W->type);
-    qrows w;
-    w.has_min = info.has_min;
-    w.offset = info.offset;
-    for (int r = 0; r < ROWS; r++) {
-        w.code[r] = buf + r * code_stride;
-        w.ws[r] = (float *)(buf + ROWS * code_stride) + r * ws_stride;
-        w.wm[r] = (float *)(buf + ROWS * (code_stride + 4 * ws_stride)) + r * wm_stride;
-    }
     int signed_codes = info.offset == 128;
+    qrows w;   /* decode */
+    pf_rows pw; /* prefill */
+    w.has_min = pw.has_min = info.has_min;
+    w.offset = pw.offset = info.offset;
+    float *ws[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        uint8_t *rb = buf + r * row_bytes;
+        w.code[r] = pw.code[r] = rb;
+        pw.sgn[r] = (int8_t *)(rb + code_stride);
+        ws[r] = (float *)(rb + 2 * code_stride);
+        w.ws[r] = ws[r];
+        w.wm[r] = pw.wm[r] = ws[r] + ws_stride;
+        pw.wse[r] = ws[r] + ws_stride + wm_stride;
+    }
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
         for (int64_t o = o0; o < o1;) {
@@ -351,20 +435,71 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
             quant_tile_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
             if (fused) {
-                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, (float *)w.ws[r], (float *)w.wm[r]);
+                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, ws[r], (float *)w.wm[r]);
                 fused(&w, signed_codes, A, tc, Y + tc * n_out + o, n_out);
                 o += R;
                 continue;
             }
-            for (int r = 0; r < R; r++) {
-                tl_unpack_row_avx2(W->type, w.raw[r], n_in, (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
-            }
+            for (int r = 0; r < R; r++)
+                pf_unpack(W->type, w.raw[r], n_in, signed_codes, (uint8_t *)pw.code[r], (int8_t *)pw.sgn[r], ws[r],
+                          (float *)pw.wse[r], (float *)pw.wm[r]);
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                quant_tiles[R == ROWS][T - 1](&w, signed_codes, A, t, Y + t * n_out + o, n_out);
+                quant_tiles[R == ROWS][T - 1](&pw, signed_codes, A, t, Y + t * n_out + o, n_out);
             }
             o += R;
         }
     }
     free(buf);
+}
+
+/* ---- activations ---------------------------------------------------------------
+ * tl_act_quantize_rows with 8-lane steps: the same bytes and floats as the
+ * portable one (max of |x| is order-free and skips NaN like fmaxf does;
+ * codes round half away from zero like roundf; NaN codes are 0). */
+TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int64_t t1) {
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 hi = _mm256_set1_ps(127.f), lo = _mm256_set1_ps(-127.f);
+    for (int64_t t = t0; t < t1; t++) {
+        const float *x = X + t * a->n_in;
+        int8_t *q = a->q + t * a->n_in;
+        for (int64_t b = 0; b < a->nb; b++, x += QK32, q += QK32) {
+            __m256 v[4], mx = _mm256_setzero_ps();
+            for (int k = 0; k < 4; k++) {
+                v[k] = _mm256_loadu_ps(x + 8 * k);
+                mx = _mm256_max_ps(_mm256_and_ps(v[k], absmask), mx); /* NaN lane: keeps mx */
+            }
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            float amax = _mm_cvtss_f32(m4);
+            float d = amax / 127.f;
+            float id = d != 0 ? 1.0f / d : 0;
+            __m256 idv = _mm256_set1_ps(id);
+            __m256i c[4];
+            const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+            for (int k = 0; k < 4; k++) {
+                __m256 s = _mm256_mul_ps(v[k], idv);
+                __m256 ok = _mm256_cmp_ps(s, s, _CMP_ORD_Q);
+                s = _mm256_and_ps(_mm256_min_ps(_mm256_max_ps(s, lo), hi), ok);
+                /* roundf: half away from zero (s - trunc(s) is exact) */
+                __m256 tr = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                __m256 away = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(s, tr), absmask), half, _CMP_GE_OQ);
+                __m256 step = _mm256_or_ps(_mm256_andnot_ps(absmask, s), one); /* +-1 with the sign of s */
+                c[k] = _mm256_cvtps_epi32(_mm256_add_ps(tr, _mm256_and_ps(away, step)));
+            }
+            /* int32 -> int8 in element order (packs interleave 128-bit lanes) */
+            __m256i p01 = _mm256_packs_epi32(c[0], c[1]), p23 = _mm256_packs_epi32(c[2], c[3]);
+            __m256i p = _mm256_packs_epi16(p01, p23);
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)q, p);
+            __m256i s32 = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            d = tl_half_to_f32(tl_f32_to_half(d)); /* the block keeps its scale as binary16 */
+            a->d[t * a->nb + b] = d;
+            a->dsum[t * a->nb + b] = d * (float)_mm_cvtsi128_si32(s4);
+        }
+    }
 }

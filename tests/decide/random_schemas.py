@@ -74,6 +74,7 @@ class Gen:
             s["exclusiveMinimum"] = lo
             s["maximum"] = lo + self.r.randint(2, 50)
         if integer and self.r.random() < 0.2:
+            s.pop("exclusiveMinimum", None)
             s["multipleOf"] = self.r.choice([2, 3, 5])
             s["minimum"] = 0
             s["maximum"] = 60

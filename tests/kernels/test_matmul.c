@@ -4,7 +4,8 @@
  *   (a) bit-identical output with 1, 2 and 3 threads;
  *   (b) row t of Y is the same bits whether computed alone (n_tok = 1) or in
  *       a batch of 7 or 64 rows;
- *   (c) each SIMD path agrees with the scalar path within a small tolerance.
+ *   (c) each SIMD path agrees with the scalar path within a small tolerance
+ *       (the AMX path where the CPU has AMX; it is skipped, saying so, elsewhere).
  * Also the thread pool's split: every index exactly once, by a fixed thread. */
 #include <math.h>
 #include <stdint.h>
@@ -112,8 +113,10 @@ static double tolerance(const weights *w, int o, const float *x) {
             act += wsum * amax / 254.0;
         }
     }
-    /* BF16 activations (vdpbf16ps) round x to 8 bits of mantissa */
+    /* BF16 activations (vdpbf16ps, AMX tiles) round x to 8 bits of mantissa;
+     * the AMX path rounds F16 weights to BF16 as well */
     if (w->type == TL_TYPE_BF16) act += sum_abs * 0x1p-8;
+    if (w->type == TL_TYPE_F16 && !strcmp(tl_kernels_isa(), "amx")) act += sum_abs * 0x1p-7;
     return 2e-6 * sum_abs + act + 1e-30;
 }
 
@@ -170,7 +173,9 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
                 /* same algorithm, different summation order: float rounding only */
                 double sum_abs = 0;
                 for (int i = 0; i < N_IN; i++) sum_abs += fabs((double)w.wf[o * N_IN + i] * X[tk * N_IN + i]);
-                if (d > 2e-6 * sum_abs + (t == TL_TYPE_BF16 ? sum_abs * 0x1p-7 : 0)) far++;
+                int bf16_tiles = t == TL_TYPE_F16 && !strcmp(isa, "amx");
+                if (d > 2e-6 * sum_abs + (t == TL_TYPE_BF16 ? sum_abs * 0x1p-7 : 0) + (bf16_tiles ? sum_abs * 0x1p-6 : 0))
+                    far++;
             }
         }
         CHECKF(far == 0, "%s %s: %d outputs differ from the scalar path", isa, tl_type_name(t), far);
@@ -204,8 +209,58 @@ static void check_unpack(tl_ggml_type t) {
     free(w.wdata); free(w.wf);
 }
 
+/* The AVX2 activation quantizer writes exactly the portable one's codes,
+ * scales and sums, special values (0, inf, NaN, ties) included. */
+static void check_act_quantize(void) {
+    if (!tl_kernels_force_isa("avx2")) {
+        fprintf(stderr, "ISA avx2 not available here: activation quantizer check skipped\n");
+        return;
+    }
+    enum { T = 9, NI = 256, NB = NI / 32 };
+    float *X = malloc(sizeof(float) * T * NI);
+    for (int i = 0; i < T * NI; i++) X[i] = rnd_uniform() * (i % 13 == 0 ? 100.f : 1.f);
+    for (int i = 0; i < 32; i++) X[i] = 0;                      /* an all-zero block */
+    X[40] = INFINITY; X[70] = -INFINITY; X[100] = NAN;          /* specials */
+    for (int i = 128; i < 160; i++) X[i] = (float)(i - 144) * 0.5f; /* halves: ties away from zero */
+    int8_t q0[T * NI], q1[T * NI];
+    float d0[T * NB], d1[T * NB], s0[T * NB], s1[T * NB];
+    tl_act a0 = {T, NI, NB, q0, d0, s0}, a1 = {T, NI, NB, q1, d1, s1};
+    tl_act_quantize_rows(&a0, X, 0, T);
+    tl_act_quantize_rows_avx2(&a1, X, 0, T);
+    CHECK(!memcmp(q0, q1, sizeof q0));
+    CHECK(!memcmp(d0, d1, sizeof d0));
+    CHECK(!memcmp(s0, s1, sizeof s0));
+    free(X);
+}
+
+/* tl_matmul_multi gives each matrix exactly tl_matmul's bits. */
+static void check_multi(const float *X, tl_pool *p) {
+    static const tl_ggml_type mix[3][3] = {{TL_TYPE_Q8_0, TL_TYPE_Q5_0, TL_TYPE_Q4_K},
+                                           {TL_TYPE_F16, TL_TYPE_F16, TL_TYPE_F32},
+                                           {TL_TYPE_Q6_K, TL_TYPE_BF16, TL_TYPE_Q8_0}};
+    for (int m = 0; m < 3; m++) {
+        weights w[3];
+        const tl_matrix *W[3];
+        float *Y1[3], *Y2[3];
+        for (int k = 0; k < 3; k++) {
+            make_weights(&w[k], mix[m][k]);
+            W[k] = &w[k].W;
+            Y1[k] = malloc(sizeof(float) * MAX_TOK * MAX_OUT);
+            Y2[k] = malloc(sizeof(float) * MAX_TOK * MAX_OUT);
+            tl_matmul(p, W[k], X, 13, Y1[k]);
+        }
+        tl_matmul_multi(p, W, 3, X, 13, Y2);
+        for (int k = 0; k < 3; k++) {
+            CHECKF(!memcmp(Y1[k], Y2[k], sizeof(float) * 13 * (size_t)N_OUT), "%s multi %s differs from tl_matmul",
+                   tl_kernels_isa(), tl_type_name(mix[m][k]));
+            free(Y1[k]); free(Y2[k]); free(w[k].wdata); free(w[k].wf);
+        }
+    }
+}
+
 int main(void) {
     check_pool();
+    check_act_quantize();
 
     static const tl_ggml_type types[] = {TL_TYPE_F32, TL_TYPE_F16, TL_TYPE_BF16, TL_TYPE_Q8_0,
                                          TL_TYPE_Q4_0, TL_TYPE_Q4_1, TL_TYPE_Q5_0, TL_TYPE_Q5_1,
@@ -222,8 +277,10 @@ int main(void) {
         N_IN = shapes[sh][0];
         N_OUT = shapes[sh][1];
         for (int i = 0; i < NT; i++) check_unpack(types[i]);
-        static const char *isas[] = {"scalar", "avx2", "avx512"}; /* scalar first: (c) needs it */
-        for (int k = 0; k < 3; k++) {
+        /* scalar first: (c) needs it; amx only where the CPU has AMX (never on
+         * the machine it was written on: it says so when it skips) */
+        static const char *isas[] = {"scalar", "avx2", "avx512", "amx"};
+        for (int k = 0; k < 4; k++) {
             if (!tl_kernels_force_isa(isas[k])) {
                 fprintf(stderr, "ISA %s not available here: skipped\n", isas[k]);
                 continue;
@@ -232,6 +289,7 @@ int main(void) {
                 if (N_IN % tl_type_block_elems(types[i])) continue;
                 check_type(types[i], X, p1, p2, p3, Y_scalar[i]);
             }
+            if (N_IN % 256 == 0) check_multi(X, p3);
         }
     }
     tl_pool_free(p1); tl_pool_free(p2); tl_pool_free(p3);

@@ -135,7 +135,8 @@ int main(void) {
     json_t *schema = make_schema();
     const char *modes[3] = {"sequential", "batch", "auto"};
     for (int i = 0; i < 3 && remote && remote_tok; i++) {
-        tl_decide_opts o = {.mode = modes[i]}, oc = {.mode = modes[i], .chat_template = "chatml"};
+        /* the remote gets the model's own template (what --chat-template FILE.jinja passes) */
+        tl_decide_opts o = {.mode = modes[i]}, oc = {.mode = modes[i], .chat_template_jinja = local->chat_template};
         json_t *lr = NULL, *rr = NULL, *rr2 = NULL, *rt = NULL;
         CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), schema, &o, &lr, &err) == TL_OK);
         tl_status st = tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr, &err);

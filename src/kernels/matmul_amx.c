@@ -1,0 +1,201 @@
+/* matmul_amx.c: AMX tile kernels (Intel Sapphire Rapids and later), used
+ * when TL_ISA=amx and the CPU and kernel allow it (tl_amx_usable).
+ *
+ * NOT MEASURED, NOT RUN: written and compiled on a machine without AMX; the
+ * equality tests (tests/kernels/test_matmul.c) run them only where the CPU
+ * has AMX. That is why the path is opt-in rather than the default.
+ *
+ * Integer weights (every quantized type): tiles of 16 output rows x up to
+ * 16 tokens. Each weight row is unpacked (tl_unpack_row_avx512) and turned
+ * into signed int8 (code - offset, in [-128, 127] for every type), packed
+ * in the layout TDPBSSD wants for its B operand; the activations' int8
+ * codes are the A operand as they lie in tl_act (one token per tile row).
+ * One TDPBSSD per scale group (a 32-block, or 16 elements for Q6_K) gives
+ * the exact integer dot product of every (token, row) pair of the tile;
+ * then, per pair, y = fma((float)dot * ws, d, y) in group order, and the
+ * mins' share (Q4_1/Q5_1/K-quants) at the end. A pair's arithmetic depends
+ * on nothing else in the tile, and a single token (decode) goes through the
+ * same tiles, so results are the same bits for any batch and thread count.
+ *
+ * F16 / BF16 weights: weights and activations rounded to bfloat16 (round to
+ * nearest even), TDPBF16PS accumulating every 32-element chunk into the
+ * float32 tile in K order; F32 weights stay on the AVX-512 kernel. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+int tl_amx_usable(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    int tile = (d >> 24) & 1, int8 = (d >> 25) & 1, bf16 = (d >> 22) & 1;
+    if (!tile || !int8 || !bf16) return 0;
+    /* Linux keeps the 8 KiB tile state off until the process asks for it */
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+#define TARGET __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+#define INLINE __attribute__((always_inline)) static inline
+
+enum { TN = 16, TM = 16 }; /* output rows / tokens per tile */
+
+/* The 64-byte tile configuration (palette 1). */
+typedef struct __attribute__((packed, aligned(64))) {
+    uint8_t palette;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* tmm0: A (m rows x ka bytes), tmm1: B (kb rows x 64 bytes), tmm2: C (m x 64 bytes). */
+TARGET static void configure(int m, int ka, int kb) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    cfg.rows[0] = (uint8_t)m, cfg.colsb[0] = (uint16_t)ka;
+    cfg.rows[1] = (uint8_t)kb, cfg.colsb[1] = 64;
+    cfg.rows[2] = (uint8_t)m, cfg.colsb[2] = 64;
+    _tile_loadconfig(&cfg);
+}
+
+/* ---- integer weights ----------------------------------------------------- */
+
+TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    tl_unpack_info info = tl_unpack_info_of(W->type);
+    const int kg = W->type == TL_TYPE_Q6_K ? 16 : 32; /* elements per scale group */
+    const int64_t ng = n_in / kg;
+    /* per 16 rows: packed int8 B tiles (ng x kg/4 x 16 x 4), group scales (ng x 16), mins (nb x 16) */
+    size_t packed_bytes = (size_t)n_in * TN, scales = (size_t)ng * TN, mins = (size_t)nb * TN;
+    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
+    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
+    size_t bytes = packed_bytes + 4 * (scales + mins) + code_stride + 4 * (ws_stride + wm_stride) + 64 * 16 + 256;
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!buf) return;
+    int8_t *packed = (int8_t *)buf;
+    float *gs = (float *)(buf + packed_bytes);             /* gs[g * 16 + n] */
+    float *gm = gs + scales;                               /* gm[b * 16 + n] */
+    uint8_t *code = (uint8_t *)(gm + mins);
+    float *ws = (float *)(code + code_stride), *wm = ws + ws_stride;
+    int32_t *cbuf = (int32_t *)(((uintptr_t)(wm + wm_stride) + 63) & ~(uintptr_t)63); /* 16 x 16 */
+    for (int64_t o = o0; o < o1; o += TN) {
+        int nr = o1 - o < TN ? (int)(o1 - o) : TN;
+        memset(packed, 0, packed_bytes);
+        memset(gs, 0, sizeof(float) * scales);
+        memset(gm, 0, sizeof(float) * mins);
+        for (int n = 0; n < nr; n++) {
+            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in, code, ws, wm);
+            for (int64_t g = 0; g < ng; g++) {
+                gs[g * TN + n] = ws[g * kg / 16];
+                int8_t *dst = packed + (size_t)g * kg * TN; /* (kg/4) rows of 16 x 4 bytes */
+                for (int k = 0; k < kg; k++)
+                    dst[(k / 4) * 64 + n * 4 + (k % 4)] = (int8_t)((int)code[g * kg + k] - info.offset);
+            }
+            if (info.has_min)
+                for (int64_t b = 0; b < nb; b++) gm[b * TN + n] = wm[b];
+        }
+        for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
+            int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
+            configure(m, kg, kg / 4);
+            __m512 acc[TM];
+            for (int t = 0; t < TM; t++) acc[t] = _mm512_setzero_ps();
+            for (int64_t g = 0; g < ng; g++) {
+                int64_t b = g * kg / QK32;
+                _tile_zero(2);
+                _tile_loadd(0, A->q + t0 * n_in + g * kg, n_in);
+                _tile_loadd(1, packed + (size_t)g * kg * TN, 64);
+                _tile_dpbssd(2, 0, 1);
+                _tile_stored(2, cbuf, 64);
+                __m512 sv = _mm512_loadu_ps(gs + g * TN);
+                for (int t = 0; t < m; t++) {
+                    __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + t * 16));
+                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(A->d[(t0 + t) * nb + b]), acc[t]);
+                }
+            }
+            for (int t = 0; t < m; t++) {
+                if (info.has_min) {
+                    /* per row: sum over blocks in order of wm * dsum */
+                    __m512 mn = _mm512_setzero_ps();
+                    const float *ds = A->dsum + (t0 + t) * nb;
+                    for (int64_t b = 0; b < nb; b++)
+                        mn = _mm512_fmadd_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b]), mn);
+                    acc[t] = _mm512_add_ps(acc[t], mn);
+                }
+                float out[TN];
+                _mm512_storeu_ps(out, acc[t]);
+                memcpy(Y + (t0 + t) * n_out + o, out, sizeof(float) * (size_t)nr);
+            }
+        }
+    }
+    _tile_release();
+    free(buf);
+}
+
+/* ---- float weights (F16, BF16) --------------------------------------------- */
+
+TARGET INLINE uint16_t bf16_of(float f) { return tl_f32_to_bf16(f); }
+
+TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
+    if (W->type == TL_TYPE_F32) {
+        tl_rows_float_avx512(W, o0, o1, X, n_tok, Y);
+        return;
+    }
+    const int64_t n_in = W->n_in, n_out = W->n_out;
+    const int64_t kp = (n_in + 31) / 32 * 32; /* padded with zeros to whole 32-element chunks */
+    size_t packed_bytes = (size_t)kp * TN * 2, act_bytes = (size_t)kp * (size_t)n_tok * 2;
+    uint8_t *buf = aligned_alloc(64, packed_bytes + act_bytes + 64 * 16 * 4);
+    if (!buf) return;
+    uint16_t *packed = (uint16_t *)buf; /* chunk c: 16 rows (pairs) x 16 outputs x 2 */
+    uint16_t *act = (uint16_t *)(buf + packed_bytes); /* n_tok rows of kp bf16 */
+    float *cbuf = (float *)(buf + packed_bytes + act_bytes);
+    for (int64_t t = 0; t < n_tok; t++) {
+        const float *x = X + t * n_in;
+        uint16_t *a = act + (size_t)t * kp;
+        for (int64_t k = 0; k < n_in; k++) a[k] = bf16_of(x[k]);
+        for (int64_t k = n_in; k < kp; k++) a[k] = 0;
+    }
+    for (int64_t o = o0; o < o1; o += TN) {
+        int nr = o1 - o < TN ? (int)(o1 - o) : TN;
+        memset(packed, 0, packed_bytes);
+        for (int n = 0; n < nr; n++) {
+            const uint16_t *src = (const uint16_t *)((const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes);
+            for (int64_t k = 0; k < n_in; k++) {
+                uint16_t h = src[k];
+                uint16_t v = W->type == TL_TYPE_BF16 ? h : bf16_of(tl_half_to_f32(h));
+                packed[(k / 32) * 512 + ((k % 32) / 2) * 32 + n * 2 + (k % 2)] = v;
+            }
+        }
+        for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
+            int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
+            configure(m, 64, 16);
+            _tile_zero(2);
+            for (int64_t c = 0; c < kp / 32; c++) {
+                _tile_loadd(0, act + (size_t)t0 * kp + c * 32, kp * 2);
+                _tile_loadd(1, packed + c * 512, 64);
+                _tile_dpbf16ps(2, 0, 1);
+            }
+            _tile_stored(2, cbuf, 64);
+            for (int t = 0; t < m; t++)
+                memcpy(Y + (t0 + t) * n_out + o, cbuf + t * 16, sizeof(float) * (size_t)nr);
+        }
+    }
+    _tile_release();
+    free(buf);
+}
+
+#else
+int tl_amx_usable(void) { return 0; }
+void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {}
+void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {}
+#endif
