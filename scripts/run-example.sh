@@ -23,3 +23,18 @@ echo
 echo "== typellm decide: examples/receipt_numbers (an amount and a quantity generated under the number automaton)"
 ./build/typellm decide --model "$MODEL" --schema examples/receipt_numbers/schema.json \
   --context examples/receipt_numbers/context.txt --values-only
+echo
+echo "== Python: the seed's two examples through the typellm package"
+python3 - "$MODEL" <<'PY'
+import sys
+import typellm
+with typellm.Client(model=sys.argv[1]) as client:
+    print(client.generate(context="Calculate the requested value accurately.",
+                          schema={"type": "object", "properties": {"answer": {
+                              "type": "number", "question": "What is 17.5 multiplied by 4?"}}, "required": ["answer"]}))
+    r = client.generate(context="Dinner at Luigi's, 2 people, $84.20, client meeting.",
+                        schema={"type": "object", "properties": {
+                            "expense_type": {"type": "string", "enum": ["meal", "travel", "lodging", "equipment"]},
+                            "reimbursable": {"type": "boolean"}}})
+    print(r, r.probabilities["expense_type"])
+PY

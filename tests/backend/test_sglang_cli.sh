@@ -30,9 +30,11 @@ for model in qwen2-d64-q8_0 stories260k-f32; do
   modes="sequential batch auto"
   [ "$model" = stories260k-f32 ] && modes=batch   # record style (no chat template): one mode is enough
   for mode in $modes; do
-    "$TL_BIN" decide --model "$m" --threads 1 --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/local.json"
-    # SGLang sends no chat template: the client is told where to get one
+    # SGLang sends no chat template: the client is told where to get one (here
+    # the built-in ChatML family, so the local run is told the same)
     tsrc=(--chat-template chatml); [ "$model" = stories260k-f32 ] && tsrc=(--style record)
+    "$TL_BIN" decide --model "$m" --threads 1 "${tsrc[@]}" --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/local.json"
+    "$TL_BIN" decide --model "$m" --threads 1 --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/local_own.json"
     if "$TL_BIN" decide --server "$url" --api-key cli-key --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >/dev/null 2>"$SCRATCH/err"; then
       echo "$model/$mode: a remote run without a template source must fail"; exit 1; fi
     grep -q -- "--chat-template" "$SCRATCH/err" && grep -q -- "--tokenizer" "$SCRATCH/err" ||
@@ -41,7 +43,7 @@ for model in qwen2-d64-q8_0 stories260k-f32; do
     compare "$SCRATCH/local.json" "$SCRATCH/remote.json" "$model/$mode"
     [ "$mode" = batch ] || continue   # a local tokenizer instead of /tokenize: once per model
     "$TL_BIN" decide --server "$url" --api-key cli-key --tokenizer "$m" --schema "$SCRATCH/schema.json" --context-text "$ctx" --mode "$mode" >"$SCRATCH/remote2.json"
-    compare "$SCRATCH/local.json" "$SCRATCH/remote2.json" "$model/$mode/--tokenizer"
+    compare "$SCRATCH/local_own.json" "$SCRATCH/remote2.json" "$model/$mode/--tokenizer (the model's own template)"
     python3 - "$SCRATCH/remote2.json" "$model/$mode" <<'PY'
 import json, sys
 u = json.load(open(sys.argv[1]))["usage"]
