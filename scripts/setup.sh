@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# setup.sh: installs the Debian packages typellm builds and tests with, then
-# configures and builds it into build/. Idempotent: safe to run again.
+# setup.sh: installs the Debian packages typellm builds with, then configures
+# and builds it into build/. Idempotent: safe to run again.
+#   scripts/setup.sh          what building and running typellm needs (the main job,
+#                             including the Python package it runs)
+#   scripts/setup.sh --test   also what the test suite needs: clang (fuzzing), numpy,
+#                             jsonschema and pytest, curl, Node.js/npm (SDK tests); scripts/test.sh
+#                             passes it
+#   scripts/setup.sh --bench  also the load-test tools of bench/ (wrk, valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
+PKGS=(build-essential cmake pkg-config
       libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev libcurl4-openssl-dev
-      python3-numpy python3-jsonschema wrk valgrind nodejs npm
-      python3-pip python3-setuptools python3-wheel python3-pytest python3-pydantic)
+      python3 python3-pip python3-setuptools python3-wheel python3-pydantic)
+for arg in "$@"; do
+  case "$arg" in
+    --test) PKGS+=(clang libclang-rt-14-dev python3-numpy python3-jsonschema python3-pytest curl nodejs npm) ;;
+    --bench) PKGS+=(wrk valgrind curl) ;;
+    *) echo "setup: unknown option '$arg' (use --test or --bench)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 # A tool package counts as present when its command is already on PATH from
 # another source (e.g. NodeSource's nodejs bundles npm and conflicts with
 # Debian's npm package, so installing npm there fails).
-declare -A PKG_CMD=([nodejs]=node [npm]=npm [wrk]=wrk [valgrind]=valgrind [cmake]=cmake)
+declare -A PKG_CMD=([nodejs]=node [npm]=npm [wrk]=wrk [valgrind]=valgrind [cmake]=cmake [curl]=curl [python3]=python3)
 for p in "${PKGS[@]}"; do
   if [ -n "${PKG_CMD[$p]:-}" ] && command -v "${PKG_CMD[$p]}" >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite, as CI runs it (.ci/run calls exactly this).
-#   1. set up and build (scripts/setup.sh), run every CTest test;
+#   1. set up and build (scripts/setup.sh --test: the build packages plus the
+#      test tools), run every CTest test;
 #   2. rebuild with -fsanitize=address,undefined into build-asan/ and run the
 #      suite again without the slow tests. Every sanitizer report (ASan, UBSan,
 #      LeakSanitizer) from any process a test starts, including background
@@ -33,7 +34,7 @@ build_or_show() {
 }
 
 echo "== test: setup + release build ($(date -u +%H:%M:%S) UTC)" >&2
-scripts/setup.sh
+scripts/setup.sh --test
 stage_done "setup+release build"
 echo "== test: release ctest" >&2
 (cd build && ctest --output-on-failure -j"$jobs")

@@ -40,11 +40,9 @@ typedef struct ae_engine ae_engine;
 
 /* The hole of a loaded program: its context (innermost first) and goal. The
  * finite type universe is the base types plus every arrow type occurring in
- * the goal and the components; components whose types do not fit are left out
- * (counted in ae_scope_n_filtered). */
+ * the goal and the components; components whose types do not fit are left out. */
 TL_API tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err);
 TL_API void ae_scope_free(ae_scope *s);
-TL_API int ae_scope_n_filtered(const ae_scope *s);
 /* A readable description of the context ("x : Int\nf : (x0:Int) -> Int\n") for prompts. */
 TL_API void ae_scope_describe(const ae_scope *s, tl_strbuf *out);
 TL_API const char *ae_scope_goal_text(const ae_scope *s);

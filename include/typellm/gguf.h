@@ -66,6 +66,8 @@ typedef enum tl_gguf_vtype {
 } tl_gguf_vtype;
 
 TL_API const char *tl_gguf_vtype_name(tl_gguf_vtype t); /* "u32", "string", "array", ... */
+/* Bytes of one scalar of type t on disk; 0 for string, array and unknown types. */
+TL_API size_t tl_gguf_scalar_size(tl_gguf_vtype t);
 
 typedef struct tl_gguf_str {
     const char *ptr; /* into the mapping; not NUL-terminated */
@@ -109,8 +111,16 @@ typedef struct tl_gguf_tensor {
 
 /* ---- the file ------------------------------------------------------------ */
 
-/* Opens and validates path (mmap, read-only). */
+/* Opens and validates path (mmap, read-only). A mapped file must not be
+ * truncated or rewritten in place while open: the next access to a page past
+ * the new end raises SIGBUS (replace files by rename instead, as
+ * `typellm quantize` does, or open with TL_GGUF_NO_MMAP). A file shorter than
+ * its tensor table says is an error that says so. */
 TL_API tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err);
+/* tl_gguf_open with flags: TL_GGUF_NO_MMAP reads the whole file into memory
+ * (slower to start, more resident memory, immune to the file changing). */
+enum { TL_GGUF_NO_MMAP = 1 };
+TL_API tl_status tl_gguf_open_ex(const char *path, unsigned flags, tl_gguf **out, tl_error *err);
 /* Same over a caller-owned buffer (kept alive by the caller); used by the fuzzer
  * and tests. name is used in error messages. */
 TL_API tl_status tl_gguf_open_memory(const void *data, size_t len, const char *name, tl_gguf **out, tl_error *err);

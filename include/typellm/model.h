@@ -30,6 +30,12 @@ extern "C" {
  * architectures (the message lists the supported ones), tensor types, missing
  * tensors, wrong shapes and bad hyperparameters are errors naming them. */
 TL_API tl_status tl_model_load(const char *path, tl_model **out, tl_error *err);
+/* tl_model_load with flags: TL_MODEL_NO_MMAP reads the weights into memory
+ * instead of mapping the file, for users who replace or truncate model files
+ * under a running process (a mapped file changed in place kills the process
+ * with SIGBUS on the next forward pass; replacing it by rename is safe). */
+enum { TL_MODEL_NO_MMAP = 1 };
+TL_API tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err);
 /* Same over a caller-owned buffer that outlives the model (the fuzzer's);
  * name stands for the path in messages. */
 TL_API tl_status tl_model_load_memory(const void *data, size_t len, const char *name, tl_model **out,

@@ -51,7 +51,6 @@ struct ae_scope {
     int goal;                      /* universe index */
     scope_name *names;             /* innermost first, unique names */
     int n_names;
-    int n_filtered;
 };
 
 static int universe_index(const ae_scope *s, ae_type t) {
@@ -110,7 +109,6 @@ tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
         int nu_before = s->nu;
         if (!universe_add(s, &p->types, p->context[i].ty)) {
             s->nu = nu_before; /* leave the component out rather than the universe half-filled */
-            s->n_filtered++;
             continue;
         }
         s->names[s->n_names++] = (scope_name){p->context[i].name, strlen(p->context[i].name),
@@ -142,7 +140,6 @@ tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
     return TL_OK;
 }
 
-int ae_scope_n_filtered(const ae_scope *s) { return s->n_filtered; }
 const char *ae_scope_goal_text(const ae_scope *s) { return s->type_text[s->goal]; }
 
 void ae_scope_describe(const ae_scope *s, tl_strbuf *out) {

@@ -10,19 +10,14 @@
 
 #include "util/error.h"
 #include "util/fileio.h"
+#include "util/rng.h"
+#include "util/utf8.h"
 
 const char *ae_attempt_end_name(ae_attempt_end e) {
     static const char *names[] = {"complete", "token_limit", "probe_limit", "exhausted", "deadline", "cancelled"};
     return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
 
-/* splitmix64: a seeded stream for Gumbel keys. */
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 typedef struct ranked {
     double key;
@@ -38,18 +33,12 @@ static int cmp_ranked(const void *a, const void *b) {
 
 /* True when s[0..n) is complete, valid UTF-8 without U+FFFD. */
 static bool clean_utf8(const char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (len == 0 || i + len > n)
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int l = tl_utf8_decode(s + i, n - i, &cp, TL_UTF8_STRICT);
+        if (l <= 0 || cp == 0xFFFD) /* U+FFFD: an undecodable byte sequence */
             return false;
-        for (size_t k = 1; k < len; k++)
-            if (((unsigned char)s[i + k] & 0xC0) != 0x80)
-                return false;
-        if (len == 3 && c == 0xEF && (unsigned char)s[i + 1] == 0xBF && (unsigned char)s[i + 2] == 0xBD)
-            return false; /* U+FFFD: an undecodable byte sequence */
-        i += len;
+        i += (size_t)l;
     }
     return true;
 }
@@ -97,7 +86,7 @@ tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size
         } else {
             /* Gumbel(0,1) from a uniform in (0,1): argmax of l/T + g over any
              * subset is a draw from softmax(l/T) restricted to that subset. */
-            double u = ((double)(splitmix(&rs) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+            double u = tl_rng_uniform_open(&rs);
             key = l / cfg->temperature - log(-log(u));
         }
         order[i] = (ranked){key, i};
@@ -234,7 +223,7 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
             break;
         }
         ae_step_result sr;
-        uint64_t step_seed = cfg->seed * 0x100000001B3ull + (uint64_t)step * 0x9E3779B97F4A7C15ull + 1;
+        uint64_t step_seed = cfg->seed * 0x100000001B3ull + (uint64_t)step * TL_RNG_GOLDEN + 1;
         if ((rc = ae_sample_step(b, eng, ids, n, st, logits, cfg, step_seed, &sr, &out->counts, err)))
             goto done;
         out->first_ranked[out->n_tokens] = sr.first_ranked;

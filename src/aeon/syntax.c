@@ -17,6 +17,7 @@
 #include "aeon/internal.h"
 #include "aeon/lexicon.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 /* ---- arena ---------------------------------------------------------------- */
 
@@ -174,8 +175,7 @@ static tl_status lex_string(parser *p, token *t) {
                 return perr(p, TL_ERR_FORMAT, el, ec, "escape is not a Unicode scalar value");
             }
             char u[4];
-            int n = ae_utf8_encode(cp, u);
-            tl_strbuf_append(&sb, u, (size_t)n);
+            tl_strbuf_append(&sb, u, tl_utf8_encode(cp, u));
             continue;
         }
         int simple = ae_escape_simple(e);

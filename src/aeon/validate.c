@@ -10,6 +10,7 @@
 
 #include "aeon/aeon.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 #define EVAL_FUEL 200000
 #define MAX_SAMPLES 64
@@ -184,9 +185,6 @@ int ae_pareto_pick(const ae_validation *vs, int n, uint64_t seed) {
     if (nf == 0)
         return -1;
     /* a seeded choice among the non-dominated candidates (splitmix64 of the seed) */
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return front[z % (uint64_t)nf];
+    uint64_t state = seed;
+    return front[tl_rng_next(&state) % (uint64_t)nf];
 }

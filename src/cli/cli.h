@@ -5,10 +5,26 @@
 #define TL_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* Numeric option values (args.c): false after printing "typellm CMD: FLAG: ..." */
-bool tl_cli_long(const char *cmd, const char *flag, const char *s, long *out);
-bool tl_cli_double(const char *cmd, const char *flag, const char *s, double *out);
+/* Options: one grammar for every command (opt.h). */
+#include "cli/opt.h"
+#include "typellm/typellm.h"
+
+/* The model path: arg when given, else $TYPELLM_MODEL, else NULL. */
+const char *tl_cli_model(const char *arg);
+/* -c/--ctx-size N onto session params: 0 keeps the model's context; above the
+ * trained context it extends it (RoPE extrapolation) with a warning. */
+void tl_cli_ctx(const char *cmd, const tl_model *m, long n_ctx, tl_session_params *sp);
+/* Loads the model (mapped, or read into memory with no_mmap); on failure
+ * prints the error and returns its status. */
+tl_status tl_cli_model_load(const char *cmd, const char *path, bool no_mmap, tl_model **m);
+/* Parses --ids "1 2, 3" (spaces, commas, tabs, newlines between int32 ids)
+ * into a malloc'd array; false after printing the column of the bad id. */
+bool tl_cli_parse_ids(const char *cmd, const char *s, int32_t **ids, size_t *n);
+/* "typellm CMD: msg" on stderr, without a repeated "CMD: " prefix. */
+void tl_cli_error(const char *cmd, const char *msg);
 
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_tokenize(int argc, char **argv);

@@ -10,57 +10,47 @@
 #include "cli/cli.h"
 #include "typellm/typellm.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: typellm bench --model M [-p 512] [-n 128] [--threads N] [-r REPS] [--json]\n"
-               "  prefill (pp) and decode (tg) tokens per second; -p 0 or -n 0 skips a test;\n"
-               "  -r runs each test REPS times (default 1) and reports the mean\n"
-               "  --json  one object {\"model\",\"type\",\"threads\",\"prefill_tokens\",\"prefill_tok_s\",\n"
-               "          \"decode_tokens\",\"decode_tok_s\"}\n");
-}
-
 int tl_cmd_bench(int argc, char **argv) {
     const char *model_path = NULL;
-    long n_prompt = 512, n_gen = 128, threads = 0, reps = 1;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if ((!strcmp(a, "--model") || !strcmp(a, "-m")) && has) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "-p") && has) {
-            if (!tl_cli_long("bench", a, argv[++i], &n_prompt)) return 2;
-        } else if (!strcmp(a, "-n") && has) {
-            if (!tl_cli_long("bench", a, argv[++i], &n_gen)) return 2;
-        } else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && has) {
-            if (!tl_cli_long("bench", a, argv[++i], &threads)) return 2;
-        } else if (!strcmp(a, "-r") && has) {
-            if (!tl_cli_long("bench", a, argv[++i], &reps)) return 2;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else {
-            fprintf(stderr, "typellm bench: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model_path || n_prompt < 0 || n_gen < 0 || threads < 0 || threads > 1024 || reps < 1 || reps > 1000) {
-        usage(stderr);
-        return 2;
-    }
+    long n_prompt = 512, n_gen = 128, threads = 0, reps = 1, n_ctx = 0;
+    bool json = false, no_mmap = false;
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&model_path),
+        {'p', "n-prompt", TL_OPT_LONG, &n_prompt, .min = 0, .max = 1 << 24, .metavar = "P",
+         .help = "prefill test length (default 512, at most the context; 0 skips it)"},
+        {'n', "n-gen", TL_OPT_LONG, &n_gen, .min = 0, .max = 1 << 24, .metavar = "N",
+         .help = "decode test length (default 128; 0 skips it)"},
+        {'r', "repetitions", TL_OPT_LONG, &reps, .min = 1, .max = 1000, .metavar = "REPS",
+         .help = "run each test REPS times and report the mean (default 1)"},
+        TL_OPT_THREADS(&threads),
+        TL_OPT_CTX(&n_ctx),
+        {0, "json", TL_OPT_FLAG, &json,
+         .help = "one object {\"model\",\"type\",\"threads\",\"prefill_tokens\",\"prefill_tok_s\",\n"
+                 "                             \"decode_tokens\",\"decode_tok_s\"}"},
+        TL_OPT_NO_MMAP(&no_mmap),
+        {0},
+    };
+    const tl_opt_cmd cmd = {"bench", "-m M [-p 512] [-n 128] [-t N] [-r REPS] [--json]",
+                            "prefill (pp) and decode (tg) tokens per second, llama-bench style", .opts = opts};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (!(model_path = tl_cli_model(model_path)))
+        return tl_opt_fail(&cmd, "no model: pass -m/--model PATH or set TYPELLM_MODEL");
     tl_error err = {0};
     tl_model *m = NULL;
-    if (tl_model_load(model_path, &m, &err) != TL_OK) {
-        fprintf(stderr, "typellm bench: %s\n", err.msg);
+    if (tl_cli_model_load("bench", model_path, no_mmap, &m) != TL_OK)
         return 1;
-    }
     int rc = 1;
-    size_t total = (size_t)(n_prompt > n_gen ? n_prompt : n_gen) + 1;
-    if (total > (size_t)tl_model_n_ctx_train(m)) {
-        fprintf(stderr, "typellm bench: %zu tokens exceed the model's context length %d\n", total,
-                tl_model_n_ctx_train(m));
+    tl_session_params sp = {.n_threads = (int)threads};
+    tl_cli_ctx("bench", m, n_ctx, &sp);
+    int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(m);
+    /* The longest sequence either test evaluates; the warm-up token is not
+     * part of the prefill, so -p 512 fits a 512-token context. */
+    size_t longest = (size_t)(n_prompt > n_gen ? n_prompt : n_gen), total = longest + 1;
+    if (longest > (size_t)ctx_len) {
+        fprintf(stderr, "typellm bench: a %zu-token test does not fit the context length %d (lower -p/-n, or raise -c)\n",
+                longest, ctx_len);
         tl_model_free(m);
         return 1;
     }
@@ -68,18 +58,15 @@ int tl_cmd_bench(int argc, char **argv) {
     int32_t *ids = malloc(sizeof(int32_t) * total);
     float *logits = malloc(sizeof(float) * (size_t)n_vocab);
     tl_session *s = NULL;
-    tl_session_params sp = {.n_threads = (int)threads};
     if (!ids || !logits || tl_session_new(m, &sp, &s, &err) != TL_OK) {
-        fprintf(stderr, "typellm bench: %s\n", ids && logits ? err.msg : "out of memory");
+        tl_cli_error("bench", ids && logits ? err.msg : "out of memory");
         goto done;
     }
-    uint64_t x = 0x2545F4914F6CDD1Dull;
-    for (size_t i = 0; i < total; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        ids[i] = (int32_t)(x % (uint64_t)n_vocab);
-    }
+    uint64_t x = 0x2545F4914F6CDD1Dull; /* the same ids on every run */
+    for (size_t i = 0; i < total; i++)
+        ids[i] = (int32_t)(tl_rng_next(&x) % (uint64_t)n_vocab);
     if (tl_session_eval(s, ids, 1, logits, NULL, &err) != TL_OK) { /* warm-up */
-        fprintf(stderr, "typellm bench: %s\n", err.msg);
+        tl_cli_error("bench", err.msg);
         goto done;
     }
     double pp_s = 0, tg_s = 0;
@@ -88,7 +75,7 @@ int tl_cmd_bench(int argc, char **argv) {
             tl_session_flush(s);
             double t0 = tl_now_s();
             if (tl_session_eval(s, ids + 1, (size_t)n_prompt, logits, NULL, &err) != TL_OK) {
-                fprintf(stderr, "typellm bench: %s\n", err.msg);
+                tl_cli_error("bench", err.msg);
                 goto done;
             }
             pp_s += tl_now_s() - t0;
@@ -98,7 +85,7 @@ int tl_cmd_bench(int argc, char **argv) {
             double t0 = tl_now_s();
             for (long i = 1; i <= n_gen; i++)
                 if (tl_session_eval(s, ids, (size_t)i, logits, NULL, &err) != TL_OK) {
-                    fprintf(stderr, "typellm bench: %s\n", err.msg);
+                    tl_cli_error("bench", err.msg);
                     goto done;
                 }
             tg_s += tl_now_s() - t0;

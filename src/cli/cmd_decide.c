@@ -1,8 +1,6 @@
 /* cmd_decide.c: `typellm decide`: context + ordered JSON Schema -> typed
  * values with probabilities, printed as the JSON object tl_decide returns.
- * Options live in one table-driven parser so new ones (--server URL for a
- * remote backend) are one entry each. */
-#include <errno.h>
+ * Options are one table for the shared parser (opt.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,184 +12,26 @@
 #define MAX_SCHEMA_BYTES ((size_t)16 << 20)
 
 typedef struct decide_args {
-    const char *model;        /* --model PATH */
+    const char *model;        /* -m/--model PATH */
     const char *hf;           /* --hf ORG/REPO:FILE */
     const char *schema_path;  /* --schema FILE */
-    const char *context_path; /* --context FILE ("-" = stdin) */
-    const char *context_text; /* --context-text STR */
-    int threads;              /* --threads N (0: all cores) */
+    const char *context_path; /* -f/--context FILE ("-" = stdin) */
+    const char *context_text; /* -p/--context-text STR */
+    long threads;             /* -t/--threads N (0: all cores) */
+    long n_ctx;               /* -c/--ctx-size N (0: the model's) */
     bool values_only;         /* --values-only: print just "values" */
+    bool no_mmap;
     tl_decide_opts opts;
-    /* Remote SGLang backend (server developer): --server URL [--api-key K] [--tokenizer M.gguf]. */
-    const char *server, *api_key, *tokenizer;
+    /* Remote SGLang backend: --server URL [--api-key K | --api-key-file F] [--tokenizer M.gguf]. */
+    const char *server, *api_key, *api_key_file, *tokenizer;
     double server_timeout; /* seconds per request; 0: the backend's default */
-    int server_retries;    /* -1: the backend's default */
+    long server_retries;   /* -1: the backend's default */
 } decide_args;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: typellm decide (--model M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) --schema S.json\n"
-            "                      [--context FILE | --context-text STR]   (default: context from stdin)\n"
-            "                      [--mode sequential|batch|auto] [--style chat|record] [--chat-template NAME]\n"
-            "                      [--temperature T] [--seed N] [--threshold P] [--threads N] [--trace] [--values-only]\n"
-            "                      [--lenient] [--strict] [--partial]\n"
-            "  --schema S.json      ordered JSON Schema object: properties order = decision order\n"
-            "  --mode M             sequential: each decision sees the ones before it; batch: every field\n"
-            "                       sees only the context (one batched step); auto (default): waves by depends_on\n"
-            "  --style S            chat (default when the model has a recognised chat template) or record\n"
-            "  --chat-template NAME|FILE.jinja  render this Jinja template instead of the model's own, or\n"
-            "                      force a built-in family: chatml, llama3, llama2 (mistral), gemma, phi3\n"
-            "  --temperature T      0 (default) = argmax; T > 0 samples from softmax(logprob / T) over the choices\n"
-            "  --seed N             sampling seed (default 0)\n"
-            "  --threshold P        abstain (value null) when the chosen value's probability is below P\n"
-            "  --threads N          CPU threads (default: all cores)\n"
-            "  --trace              per field: the exact token ids sent and the position scored\n"
-            "  --values-only        print only {\"field\": value, ...}\n"
-            "  --lenient            unknown or unhonourable schema keywords are warnings, not errors\n"
-            "  --strict             refuse free text (strings without enum), as \"x-strict\": true\n"
-            "  --partial            when the prompt outgrows the context, return the fields decided before it\n"
-            "  --server URL         decide on an SGLang server (or typellm serve) instead of a local model;\n"
-            "                       --api-key K sends Authorization: Bearer K; --tokenizer M.gguf is the\n"
-            "                       model's tokenizer and chat template (tokenizes locally; needed for numbers\n"
-            "                       with multipleOf and patterns); SGLang sends no template, so a chat decision\n"
-            "                       needs --tokenizer or --chat-template; --server-timeout S per request (60),\n"
-            "                       --server-retries N on 429/5xx/timeouts/broken replies (3)\n");
-}
-
-static bool parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return !errno && end != s && !*end;
-}
-
-static bool parse_u64(const char *s, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (*s == '-')
-        return false;
-    *out = strtoull(s, &end, 10);
-    return !errno && end != s && !*end;
-}
-
-/* One option: its name, whether it takes a value, and how it is stored. */
-typedef bool (*opt_setter)(decide_args *a, const char *v);
-typedef struct decide_option {
-    const char *name;
-    bool takes_value;
-    opt_setter set;
-} decide_option;
-
-static bool set_model(decide_args *a, const char *v) { return (a->model = v), true; }
-static bool set_hf(decide_args *a, const char *v) { return (a->hf = v), true; }
-static bool set_schema(decide_args *a, const char *v) { return (a->schema_path = v), true; }
-static bool set_context(decide_args *a, const char *v) { return (a->context_path = v), true; }
-static bool set_context_text(decide_args *a, const char *v) { return (a->context_text = v), true; }
-static bool set_mode(decide_args *a, const char *v) { return (a->opts.mode = v), true; }
-static bool set_style(decide_args *a, const char *v) { return (a->opts.style = v), true; }
-static bool set_template(decide_args *a, const char *v) { return (a->opts.chat_template = v), true; }
-static bool set_temperature(decide_args *a, const char *v) { return parse_double(v, &a->opts.temperature); }
-static bool set_seed(decide_args *a, const char *v) { return parse_u64(v, &a->opts.seed); }
-static bool set_threshold(decide_args *a, const char *v) { return parse_double(v, &a->opts.threshold); }
-static bool set_threads(decide_args *a, const char *v) {
-    uint64_t n;
-    if (!parse_u64(v, &n) || n > 1024)
-        return false;
-    a->threads = (int)n;
-    return true;
-}
-static bool set_trace(decide_args *a, const char *v) { return (a->opts.trace = true), true; }
-static bool set_values_only(decide_args *a, const char *v) { return (a->values_only = true), true; }
-static bool set_lenient(decide_args *a, const char *v) { return (a->opts.lenient = true), true; }
-static bool set_strict(decide_args *a, const char *v) { return (a->opts.strict = true), true; }
-static bool set_partial(decide_args *a, const char *v) { return (a->opts.partial = true), true; }
-
-/* ---- --server: the remote SGLang backend (server developer) ---- */
-static bool set_server(decide_args *a, const char *v) { return (a->server = v), true; }
-static bool set_api_key(decide_args *a, const char *v) { return (a->api_key = v), true; }
-static bool set_tokenizer(decide_args *a, const char *v) { return (a->tokenizer = v), true; }
-static bool set_server_timeout(decide_args *a, const char *v) {
-    char *end = NULL;
-    double t = strtod(v, &end);
-    if (end == v || *end || !(t > 0 && t <= 86400))
-        return false;
-    a->server_timeout = t;
-    return true;
-}
-static bool set_server_retries(decide_args *a, const char *v) {
-    uint64_t n;
-    if (!parse_u64(v, &n) || n > 100)
-        return false;
-    a->server_retries = (int)n;
-    return true;
-}
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
     tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .timeout_s = a->server_timeout, .max_retries = a->server_retries};
+                          .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries};
     return tl_backend_sglang_new(&p, b, err);
-}
-/* ---- end of --server ---- */
-
-static const decide_option options[] = {
-    {"--server", true, set_server},
-    {"--api-key", true, set_api_key},
-    {"--tokenizer", true, set_tokenizer},
-    {"--server-timeout", true, set_server_timeout},
-    {"--server-retries", true, set_server_retries},
-    {"--model", true, set_model},
-    {"--hf", true, set_hf},
-    {"--schema", true, set_schema},
-    {"--context", true, set_context},
-    {"--context-text", true, set_context_text},
-    {"--mode", true, set_mode},
-    {"--style", true, set_style},
-    {"--chat-template", true, set_template},
-    {"--temperature", true, set_temperature},
-    {"--seed", true, set_seed},
-    {"--threshold", true, set_threshold},
-    {"--threads", true, set_threads},
-    {"--trace", false, set_trace},
-    {"--values-only", false, set_values_only},
-    {"--lenient", false, set_lenient},
-    {"--strict", false, set_strict},
-    {"--partial", false, set_partial},
-};
-
-/* Returns 0 when parsed, 2 on a usage error (message printed), -1 for --help. */
-static int parse_args(int argc, char **argv, decide_args *a) {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return -1;
-        const decide_option *o = NULL;
-        for (size_t k = 0; k < sizeof options / sizeof options[0] && !o; k++)
-            if (!strcmp(argv[i], options[k].name))
-                o = &options[k];
-        if (!o) {
-            fprintf(stderr, "typellm decide: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-        const char *v = NULL;
-        if (o->takes_value) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "typellm decide: %s needs a value\n", o->name);
-                return 2;
-            }
-            v = argv[++i];
-        }
-        if (!o->set(a, v)) {
-            fprintf(stderr, "typellm decide: bad value for %s: '%s'\n", o->name, v);
-            return 2;
-        }
-    }
-    if (!a->schema_path) {
-        fprintf(stderr, "typellm decide: --schema is required\n");
-        return 2;
-    }
-    if (a->context_path && a->context_text) {
-        fprintf(stderr, "typellm decide: give --context or --context-text, not both\n");
-        return 2;
-    }
-    return 0;
 }
 
 static tl_status load_schema(const char *path, const tl_decide_opts *opts, tl_schema **out, tl_error *err) {
@@ -212,10 +52,80 @@ static tl_status load_schema(const char *path, const tl_decide_opts *opts, tl_sc
 
 int tl_cmd_decide(int argc, char **argv) {
     decide_args a = {.server_retries = -1};
-    int rc = parse_args(argc, argv, &a);
-    if (rc) {
-        usage(rc < 0 ? stdout : stderr);
-        return rc < 0 ? 0 : 2;
+    a.api_key = getenv("TYPELLM_API_KEY");
+    if (a.api_key && !*a.api_key)
+        a.api_key = NULL;
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&a.model),
+        {0, "hf", TL_OPT_STR, &a.hf, .metavar = "ORG/REPO:FILE",
+         .help = "download the model from Hugging Face (cached), e.g. --hf " TL_DEFAULT_HF_MODEL},
+        {0, "schema", TL_OPT_STR, &a.schema_path, .metavar = "S.json",
+         .help = "ordered JSON Schema object: properties order = decision order (required)"},
+        {'f', "context", TL_OPT_STR, &a.context_path, .metavar = "FILE",
+         .help = "the context ('-' = stdin, the default)"},
+        {'p', "context-text", TL_OPT_STR, &a.context_text, .metavar = "STR", .help = "the context as an argument"},
+        {0, "mode", TL_OPT_STR, &a.opts.mode, .metavar = "M",
+         .help = "sequential: each decision sees the ones before it; batch: every field sees only the\n"
+                 "                             context (one batched step); auto (default): waves by depends_on"},
+        {0, "style", TL_OPT_STR, &a.opts.style, .metavar = "S",
+         .help = "chat (default when the model has a recognised chat template) or record"},
+        {0, "chat-template", TL_OPT_STR, &a.opts.chat_template, .metavar = "NAME|FILE.jinja",
+         .help = "render this Jinja template instead of the model's own, or force a built-in family:\n"
+                 "                             chatml, llama3, llama2 (mistral), gemma, phi3"},
+        {0, "temperature", TL_OPT_DOUBLE, &a.opts.temperature, .min = 0, .max = 1e6, .metavar = "T", .alias = "temp",
+         .help = "0 (default) = argmax; T > 0 samples from softmax(logprob / T) over the choices"},
+        {'s', "seed", TL_OPT_U64, &a.opts.seed, .metavar = "N", .help = "sampling seed (default 0)"},
+        {0, "threshold", TL_OPT_DOUBLE, &a.opts.threshold, .min = 0, .max = 1, .metavar = "P",
+         .help = "abstain (value null) when the chosen value's probability is below P"},
+        TL_OPT_THREADS(&a.threads),
+        TL_OPT_CTX(&a.n_ctx),
+        {0, "trace", TL_OPT_FLAG, &a.opts.trace, .help = "per field: the exact token ids sent and the position scored"},
+        {0, "values-only", TL_OPT_FLAG, &a.values_only, .help = "print only {\"field\": value, ...}"},
+        {0, "lenient", TL_OPT_FLAG, &a.opts.lenient,
+         .help = "unknown or unhonourable schema keywords are warnings, not errors"},
+        {0, "strict", TL_OPT_FLAG, &a.opts.strict, .help = "refuse free text (strings without enum), as \"x-strict\": true"},
+        {0, "partial", TL_OPT_FLAG, &a.opts.partial,
+         .help = "when the prompt outgrows the context, return the fields decided before it"},
+        TL_OPT_NO_MMAP(&a.no_mmap),
+        {0, "server", TL_OPT_STR, &a.server, .metavar = "URL",
+         .help = "decide on an SGLang server (or typellm serve) instead of a local model"},
+        {0, "api-key", TL_OPT_STR, &a.api_key, .metavar = "K",
+         .help = "with --server: send Authorization: Bearer K (default $TYPELLM_API_KEY)"},
+        {0, "api-key-file", TL_OPT_STR, &a.api_key_file, .metavar = "F", .help = "with --server: the key from F"},
+        {0, "tokenizer", TL_OPT_STR, &a.tokenizer, .metavar = "M.gguf",
+         .help = "with --server: the model's tokenizer and chat template (tokenizes locally; needed for\n"
+                 "                             numbers with multipleOf and patterns; SGLang sends no template, so a\n"
+                 "                             chat decision needs --tokenizer or --chat-template)"},
+        {0, "server-timeout", TL_OPT_DOUBLE, &a.server_timeout, .min = 0, .max = 86400, .flags = TL_OPT_GT_MIN,
+         .metavar = "S", .help = "with --server: seconds per request (default 60)"},
+        {0, "server-retries", TL_OPT_LONG, &a.server_retries, .min = 0, .max = 100, .metavar = "N",
+         .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"},
+        {0},
+    };
+    const tl_opt_cmd cmd = {
+        "decide", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE | --server URL) --schema S.json [-f FILE | -p STR]",
+        "typed decisions: context + ordered JSON Schema -> values with probabilities", .opts = opts,
+        .epilog = "  A model is required: nothing is downloaded unless --hf names it.\n"};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (!a.schema_path)
+        return tl_opt_fail(&cmd, "--schema is required");
+    if (a.context_path && a.context_text)
+        return tl_opt_fail(&cmd, "give --context or --context-text, not both");
+    if (!a.server && !tl_cli_model(a.model) && !a.hf)
+        return tl_opt_fail(&cmd, "give a model: -m/--model M.gguf, $TYPELLM_MODEL, --hf ORG/REPO:FILE, or --server URL");
+    char *key_buf = NULL;
+    if (a.api_key_file) {
+        tl_error kerr = {0};
+        char *data = NULL;
+        size_t len = 0;
+        if (tl_read_file(a.api_key_file, 1 << 16, &data, &len, &kerr) != TL_OK) {
+            tl_cli_error("decide", kerr.msg);
+            return 1;
+        }
+        data[strcspn(data, "\r\n")] = '\0';
+        a.api_key = key_buf = data;
     }
     tl_error err = {0};
     tl_schema *schema = NULL;
@@ -252,14 +162,16 @@ int tl_cmd_decide(int argc, char **argv) {
     if (!st && !b)
         st = tl_model_resolve(a.model, a.hf, &model_path, &err);
     if (!st && !b)
-        st = tl_model_load(model_path, &model, &err);
+        st = tl_model_load_ex(model_path, a.no_mmap ? TL_MODEL_NO_MMAP : 0, &model, &err);
     if (!st && !b) {
-        tl_session_params sp = {.n_threads = a.threads};
+        tl_session_params sp = {.n_threads = (int)a.threads};
+        tl_cli_ctx("decide", model, a.n_ctx, &sp);
         st = tl_backend_local_new(model, &sp, &b, &err);
     }
     if (!st)
         st = tl_decide(b, context, context_len, schema, &a.opts, &result, &err);
     if (!st) {
+        /* Reals in their shortest exact form: 0.3, not 0.29999999999999999. */
         char *text = tl_decision_to_json(result, TL_JSON_INDENT | (a.values_only ? TL_JSON_VALUES_ONLY : 0));
         if (text) {
             puts(text);
@@ -269,13 +181,14 @@ int tl_cmd_decide(int argc, char **argv) {
         }
     }
     if (st)
-        fprintf(stderr, "typellm decide: %s\n", err.msg);
+        tl_cli_error("decide", err.msg);
     tl_decision_free(result);
     tl_schema_free(schema);
     tl_backend_free(b);
     tl_model_free(model);
     free(model_path);
     free(context);
+    free(key_buf);
     free(template_src);
     return st ? (st == TL_ERR_INVALID || st == TL_ERR_SCHEMA ? 2 : 1) : 0;
 }

@@ -20,155 +20,72 @@
 
 #define MAX_PROMPT_BYTES (64u << 20)
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: typellm generate --model M (--prompt-file P | --prompt TEXT) [-n N]\n"
-               "                        [--temperature T] [--seed S] [--top-k K] [--top-p P]\n"
-               "                        [--threads N] [--ignore-eos] [--json]\n"
-               "  generate up to N tokens (default 128) after the prompt (tokenized with BOS when\n"
-               "  the model asks, special tokens parsed; an empty prompt is BOS alone)\n"
-               "  --temperature T  0 = greedy (default 0.8); --top-k K (default 40, 0 = off);\n"
-               "  --top-p P (default 0.95, 1 = off); --seed S (default 42)\n"
-               "  --ignore-eos     do not stop at end-of-generation tokens\n"
-               "  --json           print {\"prompt\",\"generated\",\"logprobs\",\"text\"} at the end\n");
-}
-
 /* ---- sampling ------------------------------------------------------------- */
 
 typedef struct sampler {
-    double temperature;
-    int32_t top_k;
-    double top_p;
-    uint64_t state; /* splitmix64 */
+    double temperature; /* 0: greedy (ties: lowest id) */
+    tl_sample_filter filter;
+    uint64_t state; /* util/rng.h stream */
 } sampler;
 
-static double next_uniform(sampler *sm) {
-    uint64_t z = (sm->state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-typedef struct cand {
-    int32_t id;
-    float logit;
-} cand;
-
-static int by_logit_desc(const void *a, const void *b) {
-    const cand *x = a, *y = b;
-    if (x->logit != y->logit)
-        return x->logit > y->logit ? -1 : 1;
-    return x->id - y->id;
-}
-
-static int32_t sample(sampler *sm, const float *logits, int32_t n_vocab, cand *scratch) {
-    if (sm->temperature <= 0.0) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n_vocab; i++)
-            if (logits[i] > logits[best])
-                best = i;
+/* w and order: n_vocab scratch. */
+static int32_t sample(sampler *sm, const float *logits, int32_t n_vocab, double *w, int32_t *order) {
+    int32_t best = tl_argmax_f(logits, n_vocab);
+    if (sm->temperature <= 0.0)
         return best;
-    }
     for (int32_t i = 0; i < n_vocab; i++)
-        scratch[i] = (cand){i, logits[i]};
-    qsort(scratch, (size_t)n_vocab, sizeof *scratch, by_logit_desc);
-    int32_t n = sm->top_k > 0 && sm->top_k < n_vocab ? sm->top_k : n_vocab;
-    double mx = scratch[0].logit, sum = 0.0;
-    double *p = malloc(sizeof(double) * (size_t)n);
-    if (!p)
-        return scratch[0].id;
-    for (int32_t i = 0; i < n; i++)
-        sum += (p[i] = exp((scratch[i].logit - mx) / sm->temperature));
-    double cum = 0.0;
-    int32_t keep = n;
-    for (int32_t i = 0; i < n; i++) { /* smallest prefix with mass >= top_p */
-        cum += p[i] / sum;
-        if (cum >= sm->top_p) {
-            keep = i + 1;
-            break;
-        }
-    }
-    double total = 0.0;
-    for (int32_t i = 0; i < keep; i++)
-        total += p[i];
-    double r = next_uniform(sm) * total;
-    int32_t pick = keep - 1;
-    for (int32_t i = 0; i < keep; i++) {
-        r -= p[i];
-        if (r < 0) {
-            pick = i;
-            break;
-        }
-    }
-    free(p);
-    return scratch[pick].id;
-}
-
-static double log_softmax_at(const float *logits, int32_t n_vocab, int32_t id) {
-    float mx = logits[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        if (logits[i] > mx)
-            mx = logits[i];
-    double sum = 0.0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += exp((double)logits[i] - mx);
-    return (double)logits[id] - mx - log(sum);
+        w[i] = exp(((double)logits[i] - logits[best]) / sm->temperature);
+    int32_t id = tl_sample_weights(w, n_vocab, &sm->filter, tl_rng_uniform(&sm->state), order);
+    return id >= 0 ? id : best;
 }
 
 /* ---- the command ------------------------------------------------------------ */
 
 int tl_cmd_generate(int argc, char **argv) {
     const char *model_path = NULL, *prompt_file = NULL, *prompt_text = NULL;
-    long n_gen = 128, threads = 0;
-    sampler sm = {.temperature = 0.8, .top_k = 40, .top_p = 0.95, .state = 42};
-    bool json = false, ignore_eos = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") && has) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "--prompt-file") && has) {
-            prompt_file = argv[++i];
-        } else if (!strcmp(a, "--prompt") && has) {
-            prompt_text = argv[++i];
-        } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-predict")) && has) {
-            if (!tl_cli_long("generate", a, argv[++i], &n_gen)) return 2;
-        } else if (!strcmp(a, "--temperature") && has) {
-            if (!tl_cli_double("generate", a, argv[++i], &sm.temperature)) return 2;
-        } else if (!strcmp(a, "--top-k") && has) {
-            long top_k;
-            if (!tl_cli_long("generate", a, argv[++i], &top_k)) return 2;
-            sm.top_k = (int32_t)top_k;
-        } else if (!strcmp(a, "--top-p") && has) {
-            if (!tl_cli_double("generate", a, argv[++i], &sm.top_p)) return 2;
-        } else if (!strcmp(a, "--seed") && has) {
-            sm.state = strtoull(argv[++i], NULL, 10);
-        } else if (!strcmp(a, "--threads") && has) {
-            if (!tl_cli_long("generate", a, argv[++i], &threads)) return 2;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--ignore-eos")) {
-            ignore_eos = true;
-        } else {
-            fprintf(stderr, "typellm generate: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model_path || (!prompt_file == !prompt_text) || n_gen < 0 || threads < 0 || threads > 1024 ||
-        !(sm.temperature >= 0) || !(sm.top_p > 0 && sm.top_p <= 1) || sm.top_k < 0) {
-        usage(stderr);
-        return 2;
-    }
+    long n_gen = 128, threads = 0, n_ctx = 0, top_k = 40;
+    sampler sm = {.temperature = 0.8, .filter = {.top_p = 0.95}, .state = 42};
+    bool json = false, ignore_eos = false, no_mmap = false;
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&model_path),
+        {'p', "prompt", TL_OPT_STR, &prompt_text, .metavar = "TEXT", .help = "the prompt"},
+        {'f', "file", TL_OPT_STR, &prompt_file, .metavar = "F", .alias = "prompt-file",
+         .help = "read the prompt from F ('-' = stdin; also --prompt-file)"},
+        {'n', "n-predict", TL_OPT_LONG, &n_gen, .min = 0, .max = 1 << 30, .metavar = "N",
+         .help = "tokens to generate (default 128)"},
+        {0, "temperature", TL_OPT_DOUBLE, &sm.temperature, .min = 0, .max = 1e6, .metavar = "T", .alias = "temp",
+         .help = "0 = greedy (default 0.8)"},
+        {0, "top-k", TL_OPT_LONG, &top_k, .min = 0, .max = INT32_MAX, .metavar = "K", .help = "default 40, 0 = off"},
+        {0, "top-p", TL_OPT_DOUBLE, &sm.filter.top_p, .min = 0, .max = 1, .flags = TL_OPT_GT_MIN, .metavar = "P",
+         .help = "default 0.95, 1 = off"},
+        {'s', "seed", TL_OPT_U64, &sm.state, .metavar = "S", .help = "sampling seed (default 42)"},
+        TL_OPT_THREADS(&threads),
+        TL_OPT_CTX(&n_ctx),
+        {0, "ignore-eos", TL_OPT_FLAG, &ignore_eos, .help = "do not stop at end-of-generation tokens"},
+        {0, "json", TL_OPT_FLAG, &json, .help = "print {\"prompt\",\"generated\",\"logprobs\",\"text\"} at the end"},
+        TL_OPT_NO_MMAP(&no_mmap),
+        {0},
+    };
+    const tl_opt_cmd cmd = {
+        "generate", "-m M (-p TEXT | -f FILE) [-n N] [options]",
+        "generate up to N tokens after the prompt (tokenized with BOS when the model asks, special tokens\n"
+        "  parsed; an empty prompt is BOS alone), streamed to stdout",
+        .opts = opts,
+        .epilog = "  progress goes to stderr when it is a terminal, on its own line at the end when stdout is\n"
+                  "  the same terminal (the streamed text is never overwritten)\n"};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    model_path = tl_cli_model(model_path);
+    if (!model_path)
+        return tl_opt_fail(&cmd, "no model: pass -m/--model PATH or set TYPELLM_MODEL");
+    if (!prompt_file == !prompt_text)
+        return tl_opt_fail(&cmd, "give the prompt with -p/--prompt TEXT or -f/--file FILE (one of them)");
+    sm.filter.top_k = (int32_t)top_k;
     tl_error err = {0};
     tl_model *m = NULL;
-    if (tl_model_load(model_path, &m, &err) != TL_OK) {
-        fprintf(stderr, "typellm generate: %s\n", err.msg);
+    if (tl_cli_model_load("generate", model_path, no_mmap, &m) != TL_OK)
         return 1;
-    }
     const tl_vocab *v = tl_model_vocab(m);
     int32_t n_vocab = tl_model_n_vocab(m);
     int rc = 1;
@@ -177,21 +94,22 @@ int tl_cmd_generate(int argc, char **argv) {
     int32_t *prompt = NULL, *seq = NULL;
     size_t n_prompt = 0;
     float *logits = malloc(sizeof(float) * (size_t)n_vocab);
-    cand *scratch = malloc(sizeof(cand) * (size_t)n_vocab);
+    double *w = malloc(sizeof(double) * (size_t)n_vocab);
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)n_vocab);
     double *logprobs = malloc(sizeof(double) * ((size_t)n_gen + 1));
     tl_session *s = NULL;
     tl_strbuf out = TL_STRBUF_INIT;
-    if (!logits || !scratch || !logprobs) {
-        fprintf(stderr, "typellm generate: out of memory\n");
+    if (!logits || !w || !order || !logprobs) {
+        tl_cli_error("generate", "out of memory");
         goto done;
     }
     if (prompt_file && tl_read_file(prompt_file, MAX_PROMPT_BYTES, &text, &len, &err) != TL_OK) {
-        fprintf(stderr, "typellm generate: %s\n", err.msg);
+        tl_cli_error("generate", err.msg);
         goto done;
     }
     if (tl_vocab_tokenize(v, text ? text : prompt_text, text ? len : strlen(prompt_text), true, true, &prompt,
                           &n_prompt, &err) != TL_OK) {
-        fprintf(stderr, "typellm generate: %s\n", err.msg);
+        tl_cli_error("generate", err.msg);
         goto done;
     }
     if (n_prompt == 0) {
@@ -200,29 +118,35 @@ int tl_cmd_generate(int argc, char **argv) {
     }
     seq = malloc(sizeof(int32_t) * (n_prompt + (size_t)n_gen));
     tl_session_params sp = {.n_threads = (int)threads};
+    tl_cli_ctx("generate", m, n_ctx, &sp);
+    int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(m);
     if (!seq || tl_session_new(m, &sp, &s, &err) != TL_OK) {
-        fprintf(stderr, "typellm generate: %s\n", seq ? err.msg : "out of memory");
+        tl_cli_error("generate", seq ? err.msg : "out of memory");
         goto done;
     }
     memcpy(seq, prompt, sizeof(int32_t) * n_prompt);
     size_t n = n_prompt, n_out = 0;
-    bool tty = isatty(2);
+    /* Progress on stderr's terminal: live only where it cannot overwrite the
+     * streamed text (stdout elsewhere, or --json printing at the end); the
+     * summary goes on its own line after the text. */
+    bool tty = isatty(2), live = tty && (json || !isatty(1));
     double t0 = tl_now_s(), t_prompt = 0;
     for (long step = 0; step < n_gen; step++) {
-        if (n > (size_t)tl_model_n_ctx_train(m)) {
-            fprintf(stderr, "typellm generate: stopped at the context length %d\n", tl_model_n_ctx_train(m));
+        if (n > (size_t)ctx_len) {
+            fprintf(stderr, "%stypellm generate: stopped at the context length %d (-c/--ctx-size raises it)\n",
+                    json ? "" : "\n", ctx_len);
             break;
         }
         if (tl_session_eval(s, seq, n, logits, NULL, &err) != TL_OK) {
-            fprintf(stderr, "typellm generate: %s\n", err.msg);
+            tl_cli_error("generate", err.msg);
             goto done;
         }
         if (step == 0)
             t_prompt = tl_now_s() - t0;
-        int32_t id = sample(&sm, logits, n_vocab, scratch);
+        int32_t id = sample(&sm, logits, n_vocab, w, order);
         if (!ignore_eos && tl_vocab_is_eog(v, id))
             break;
-        logprobs[n_out++] = log_softmax_at(logits, n_vocab, id);
+        logprobs[n_out++] = (double)logits[id] - tl_logsumexp_f(logits, (size_t)n_vocab);
         seq[n++] = id;
         if (!json) {
             char buf[256];
@@ -230,22 +154,26 @@ int tl_cmd_generate(int argc, char **argv) {
             fwrite(buf, 1, bl < sizeof buf ? bl : sizeof buf, stdout);
             fflush(stdout);
         }
-        if (tty && step > 0) {
+        if (live && step > 0) {
             double dt = tl_now_s() - t0 - t_prompt;
             fprintf(stderr, "\r\033[K[%zu/%ld] %.1f tok/s", n_out, n_gen, dt > 0 ? (double)(n_out - 1) / dt : 0.0);
         }
     }
     double t_total = tl_now_s() - t0;
+    if (!json) {
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
     if (tty) {
         double dt = t_total - t_prompt;
-        fprintf(stderr, "\r\033[Kprompt %zu tokens %.1f tok/s, generated %zu tokens %.1f tok/s\n", n_prompt,
-                t_prompt > 0 ? (double)n_prompt / t_prompt : 0.0, n_out,
+        fprintf(stderr, "%sprompt %zu tokens %.1f tok/s, generated %zu tokens %.1f tok/s\n", live ? "\r\033[K" : "",
+                n_prompt, t_prompt > 0 ? (double)n_prompt / t_prompt : 0.0, n_out,
                 dt > 0 && n_out > 1 ? (double)(n_out - 1) / dt : 0.0);
     }
     if (json) {
         tl_strbuf txt = TL_STRBUF_INIT;
         if (tl_vocab_detokenize(v, seq + n_prompt, n_out, false, false, &txt, &err) != TL_OK) {
-            fprintf(stderr, "typellm generate: %s\n", err.msg);
+            tl_cli_error("generate", err.msg);
             tl_strbuf_free(&txt);
             goto done;
         }
@@ -263,8 +191,6 @@ int tl_cmd_generate(int argc, char **argv) {
         tl_strbuf_puts(&out, "}\n");
         tl_strbuf_free(&txt);
         fwrite(out.buf, 1, out.len, stdout);
-    } else {
-        fputc('\n', stdout);
     }
     rc = fflush(stdout) ? 1 : 0;
 done:
@@ -274,7 +200,8 @@ done:
     free(prompt);
     free(text);
     free(logprobs);
-    free(scratch);
+    free(order);
+    free(w);
     free(logits);
     tl_model_free(m);
     return rc;

@@ -16,15 +16,6 @@
 #define KEY_PREVIEW_BYTES 60 /* string values are cut to this many bytes */
 #define KEY_PREVIEW_ITEMS 4  /* arrays show this many first items */
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: typellm inspect MODEL.gguf [--json] [--keys]\n"
-               "  describe a GGUF file: version, architecture, hyperparameters, tokenizer,\n"
-               "  chat template family, tensors by type, parameter count, file size, and\n"
-               "  whether the engine runs it with the architecture's features (window, soft-caps, ...)\n"
-               "  --json   print one JSON object instead of text\n"
-               "  --keys   also list every metadata key with its type and a shortened value\n");
-}
-
 /* ---- facts drawn from the metadata --------------------------------------- */
 
 /* "chatml", "llama3", "llama2" (also Mistral), "gemma", "phi3", "other", or "none". */
@@ -524,33 +515,33 @@ static int print_json(const tl_gguf *g, const summary *s, bool keys) {
 int tl_cmd_inspect(int argc, char **argv) {
     bool json = false, keys = false;
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--keys")) {
-            keys = true;
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "typellm inspect: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "typellm inspect: one model file at a time ('%s' and '%s')\n", path, argv[i]);
-            return 2;
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
+    const tl_opt opts[] = {
+        {'m', "model", TL_OPT_STR, &path, .metavar = "PATH",
+         .help = "the file (or as the argument; default $TYPELLM_MODEL)"},
+        {0, "json", TL_OPT_FLAG, &json, .help = "print one JSON object instead of text"},
+        {0, "keys", TL_OPT_FLAG, &keys, .help = "also list every metadata key with its type and a shortened value"},
+        {0},
+    };
+    const tl_opt_cmd cmd = {"inspect", "MODEL.gguf [--json] [--keys]",
+                            "describe a GGUF file: version, architecture, hyperparameters, tokenizer,\n"
+                            "  chat template family, tensors by type, parameter count, file size, and\n"
+                            "  whether the engine runs it with the architecture's features (window, soft-caps, ...)",
+                            .opts = opts, .max_positional = 2};
+    const char *pos[2];
+    int n_pos = 0;
+    int prc = tl_opt_parse(&cmd, argc, argv, pos, &n_pos);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (n_pos + (path != NULL) > 1)
+        return tl_opt_fail(&cmd, "one model file at a time ('%s' and '%s')", path ? path : pos[0], pos[n_pos - 1]);
+    if (n_pos)
+        path = pos[0];
+    if (!(path = tl_cli_model(path)))
+        return tl_opt_fail(&cmd, "no model file given");
     tl_gguf *g = NULL;
     tl_error err = {0};
     if (tl_gguf_open(path, &g, &err) != TL_OK) {
-        fprintf(stderr, "typellm inspect: %s\n", err.msg);
+        tl_cli_error("inspect", err.msg);
         return 1;
     }
     summary s;

@@ -15,49 +15,6 @@
 #define SAMPLE_STRIDE 101
 #define MAX_PROMPT_BYTES (64u << 20)
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: typellm logits --model M (--prompt-file P | --ids \"1 2 3\") [--last K] [--threads N]\n"
-               "                      [--extend-ctx]\n"
-               "  print the logits after each of the last K positions (default 4) as JSON:\n"
-               "  n_vocab, tokens, and per position the %d largest logits and every %dth id's logit\n"
-               "  --prompt-file P  tokenized as the model asks (BOS when add_bos, special tokens parsed)\n"
-               "  --ids LIST       token ids separated by spaces or commas\n"
-               "  --extend-ctx     accept prompts longer than the model's context length\n",
-               TOP_N, SAMPLE_STRIDE);
-}
-
-/* Parses "1 2, 3" into ids; false (with a message) on anything else. */
-static bool parse_ids(const char *s, int32_t **ids, size_t *n) {
-    size_t cap = 16;
-    *n = 0;
-    *ids = malloc(cap * sizeof **ids);
-    if (!*ids)
-        return false;
-    const char *p = s;
-    for (;;) {
-        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n')
-            p++;
-        if (!*p)
-            return true;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX) {
-            fprintf(stderr, "typellm logits: --ids: bad token id at column %zu: '%.10s'\n", (size_t)(p - s) + 1, p);
-            return false;
-        }
-        if (*n == cap) {
-            int32_t *q = realloc(*ids, 2 * cap * sizeof *q);
-            if (!q)
-                return false;
-            *ids = q;
-            cap *= 2;
-        }
-        (*ids)[(*n)++] = (int32_t)v;
-        p = end;
-    }
-}
-
 /* Indices of the TOP_N largest values of row (descending; ties: lower id first). */
 static size_t top_ids(const float *row, int32_t n_vocab, int32_t *top) {
     size_t k = 0;
@@ -76,46 +33,41 @@ static size_t top_ids(const float *row, int32_t n_vocab, int32_t *top) {
 
 int tl_cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *prompt_file = NULL, *ids_arg = NULL;
-    long last = 4, threads = 0;
-    bool extend = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") && has) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "--prompt-file") && has) {
-            prompt_file = argv[++i];
-        } else if (!strcmp(a, "--ids") && has) {
-            ids_arg = argv[++i];
-        } else if (!strcmp(a, "--last") && has) {
-            if (!tl_cli_long("logits", a, argv[++i], &last)) return 2;
-        } else if (!strcmp(a, "--threads") && has) {
-            if (!tl_cli_long("logits", a, argv[++i], &threads)) return 2;
-        } else if (!strcmp(a, "--extend-ctx")) {
-            extend = true;
-        } else {
-            fprintf(stderr, "typellm logits: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model_path || (!prompt_file == !ids_arg) || last < 1 || threads < 0 || threads > 1024) {
-        usage(stderr);
-        return 2;
-    }
+    long last = 4, threads = 0, n_ctx = 0;
+    bool extend = false, no_mmap = false;
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&model_path),
+        {'f', "file", TL_OPT_STR, &prompt_file, .metavar = "P", .alias = "prompt-file",
+         .help = "prompt, tokenized as the model asks (BOS when add_bos, special tokens parsed); also --prompt-file"},
+        {0, "ids", TL_OPT_STR, &ids_arg, .metavar = "LIST", .help = "token ids separated by spaces or commas"},
+        {0, "last", TL_OPT_LONG, &last, .min = 1, .max = 1 << 24, .metavar = "K",
+         .help = "positions to print, counted from the end (default 4)"},
+        TL_OPT_THREADS(&threads),
+        TL_OPT_CTX(&n_ctx),
+        {0, "extend-ctx", TL_OPT_FLAG, &extend, .help = "accept prompts longer than the model's context length"},
+        TL_OPT_NO_MMAP(&no_mmap),
+        {0},
+    };
+    char summary[200];
+    snprintf(summary, sizeof summary,
+             "print the logits after each of the last K positions as JSON: n_vocab, tokens, and per position\n"
+             "  the %d largest logits and every %dth id's logit",
+             TOP_N, SAMPLE_STRIDE);
+    const tl_opt_cmd cmd = {"logits", "-m M (-f PROMPT | --ids \"1 2 3\") [--last K] [options]", summary, .opts = opts};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (!(model_path = tl_cli_model(model_path)))
+        return tl_opt_fail(&cmd, "no model: pass -m/--model PATH or set TYPELLM_MODEL");
+    if (!prompt_file == !ids_arg)
+        return tl_opt_fail(&cmd, "give the input with -f/--file PROMPT or --ids LIST (one of them)");
     int32_t *ids = NULL;
     size_t n = 0;
-    if (ids_arg && !parse_ids(ids_arg, &ids, &n)) {
-        free(ids);
+    if (ids_arg && !tl_cli_parse_ids("logits", ids_arg, &ids, &n))
         return 2;
-    }
     tl_error err = {0};
     tl_model *m = NULL;
-    if (tl_model_load(model_path, &m, &err) != TL_OK) {
-        fprintf(stderr, "typellm logits: %s\n", err.msg);
+    if (tl_cli_model_load("logits", model_path, no_mmap, &m) != TL_OK) {
         free(ids);
         return 1;
     }
@@ -128,7 +80,7 @@ int tl_cmd_logits(int argc, char **argv) {
         size_t len = 0;
         if (tl_read_file(prompt_file, MAX_PROMPT_BYTES, &text, &len, &err) != TL_OK ||
             tl_vocab_tokenize(tl_model_vocab(m), text, len, true, true, &ids, &n, &err) != TL_OK) {
-            fprintf(stderr, "typellm logits: %s\n", err.msg);
+            tl_cli_error("logits", err.msg);
             free(text);
             goto done;
         }
@@ -141,7 +93,8 @@ int tl_cmd_logits(int argc, char **argv) {
     if ((size_t)last > n)
         last = (long)n;
     tl_session_params sp = {.n_threads = (int)threads};
-    if (extend && n > (size_t)tl_model_n_ctx_train(m)) {
+    tl_cli_ctx("logits", m, n_ctx, &sp);
+    if (extend && n > (size_t)tl_model_n_ctx_train(m) && n > (size_t)sp.n_ctx) {
         sp.n_ctx = n > INT32_MAX ? INT32_MAX : (int32_t)n;
         sp.extend_ctx = true;
     }
@@ -149,7 +102,7 @@ int tl_cmd_logits(int argc, char **argv) {
     logits = malloc((size_t)last * (size_t)n_vocab * sizeof *logits);
     if (!logits || tl_session_new(m, &sp, &s, &err) != TL_OK ||
         tl_session_eval_last(s, ids, n, (size_t)last, logits, NULL, &err) != TL_OK) {
-        fprintf(stderr, "typellm logits: %s\n", logits ? err.msg : "out of memory");
+        tl_cli_error("logits", logits ? err.msg : "out of memory");
         goto done;
     }
     tl_strbuf_printf(&out, "{\"n_vocab\":%d,\"tokens\":[", n_vocab);

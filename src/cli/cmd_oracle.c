@@ -8,45 +8,29 @@
 #include "typellm/typellm.h"
 #include "cli/cli.h"
 
-static void oracle_usage(FILE *f) {
-    fprintf(f,
-            "usage: typellm oracle --file F.ae [--prefix TEXT | --prefix-file P] [--max-states N] [--context]\n"
-            "  prints LIVE/DEAD/UNKNOWN for the prefix and, for LIVE, a full witness.\n"
-            "  --context   also print the hole's goal type and typing context\n"
-            "  exit status: 0 LIVE, 3 DEAD, 4 UNKNOWN, 1 error, 2 usage\n");
-}
-
 int tl_cmd_oracle(int argc, char **argv) {
     const char *file = NULL, *prefix = NULL, *prefix_file = NULL;
-    long long max_states = 0;
+    long max_states = 0;
     bool show_context = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            oracle_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--file") && i + 1 < argc) {
-            file = argv[++i];
-        } else if (!strcmp(a, "--prefix") && i + 1 < argc) {
-            prefix = argv[++i];
-        } else if (!strcmp(a, "--prefix-file") && i + 1 < argc) {
-            prefix_file = argv[++i];
-        } else if (!strcmp(a, "--max-states") && i + 1 < argc) {
-            max_states = atoll(argv[++i]);
-        } else if (!strcmp(a, "--context")) {
-            show_context = true;
-        } else {
-            fprintf(stderr, "typellm oracle: unknown or incomplete option '%s'\n", a);
-            oracle_usage(stderr);
-            return 2;
-        }
-    }
-    if (!file || (!prefix && !prefix_file)) {
-        oracle_usage(stderr);
+    const tl_opt opts[] = {
+        {'f', "file", TL_OPT_STR, &file, .metavar = "F.ae", .help = "the Aeon program with a hole"},
+        {'p', "prefix", TL_OPT_STR, &prefix, .metavar = "TEXT", .help = "the text typed so far in the hole"},
+        {0, "prefix-file", TL_OPT_STR, &prefix_file, .metavar = "P", .help = "the prefix from a file"},
+        {0, "max-states", TL_OPT_LONG, &max_states, .min = 0, .max = 1L << 40, .metavar = "N",
+         .help = "oracle work limit (env AEON_TC_MAX_STATES; 0 = the default)"},
+        {0, "context", TL_OPT_FLAG, &show_context, .help = "also print the hole's goal type and typing context"},
+        {0},
+    };
+    const tl_opt_cmd cmd = {"oracle", "-f F.ae (-p TEXT | --prefix-file P) [--max-states N] [--context]",
+                            "prints LIVE/DEAD/UNKNOWN for the prefix and, for LIVE, a full witness", .opts = opts,
+                            .epilog = "  exit status: 0 LIVE, 3 DEAD, 4 UNKNOWN, 1 error, 2 usage\n"};
+    if (tl_opt_env(&cmd, "max-states", "AEON_TC_MAX_STATES") != TL_OPT_OK)
         return 2;
-    }
-    if (!max_states && getenv("AEON_TC_MAX_STATES"))
-        max_states = atoll(getenv("AEON_TC_MAX_STATES"));
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (!file || (!prefix && !prefix_file))
+        return tl_opt_fail(&cmd, "need -f/--file F.ae and a prefix (-p/--prefix TEXT or --prefix-file P)");
     tl_error err = {0};
     ae_program *prog = NULL;
     ae_scope *scope = NULL;
@@ -55,17 +39,17 @@ int tl_cmd_oracle(int argc, char **argv) {
     size_t plen = 0;
     int rc = 1;
     if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
-        fprintf(stderr, "typellm oracle: %s\n", err.msg);
+        tl_cli_error("oracle", err.msg);
         goto done;
     }
     ae_oracle_limits lim = {.max_states = max_states};
     if (ae_engine_new(scope, &lim, &eng, &err)) {
-        fprintf(stderr, "typellm oracle: %s\n", err.msg);
+        tl_cli_error("oracle", err.msg);
         goto done;
     }
     if (prefix_file) {
         if (tl_read_file(prefix_file, 1 << 20, &pdata, &plen, &err)) {
-            fprintf(stderr, "typellm oracle: %s\n", err.msg);
+            tl_cli_error("oracle", err.msg);
             goto done;
         }
     } else {

@@ -8,43 +8,36 @@
 #include "cli/cli.h"
 #include "typellm/typellm.h"
 
-static int usage(void) {
-    fprintf(stderr, "usage: typellm quantize IN.gguf OUT.gguf TYPE [--threads N]\n  TYPE: %s\n", tl_quantize_type_names());
-    return 2;
-}
-
 int tl_cmd_quantize(int argc, char **argv) {
+    long threads = 0;
+    const tl_opt opts[] = {
+        {'t', "threads", TL_OPT_LONG, &threads, .min = 1, .max = 1024, .metavar = "N",
+         .help = "CPU threads (default: all cores)"},
+        {0},
+    };
+    char epilog[512];
+    snprintf(epilog, sizeof epilog,
+             "  TYPE: %s\n"
+             "  OUT is written to a temporary file beside it and renamed at the end: an interrupted run never\n"
+             "  leaves a partial OUT, and an existing OUT stays intact until the new one is complete.\n"
+             "  OUT may not be IN (directly or through a link).\n",
+             tl_quantize_type_names());
+    const tl_opt_cmd cmd = {"quantize", "IN.gguf OUT.gguf TYPE [-t N]",
+                            "convert a model's weights (norms and 1-D tensors stay F32)", .opts = opts, .max_positional = 3,
+                            .epilog = epilog};
     const char *pos[3];
-    int n_pos = 0, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads")) {
-            char *end = NULL;
-            if (i + 1 >= argc) return usage();
-            long v = strtol(argv[++i], &end, 10);
-            if (!end || *end || v < 1 || v > 1024) {
-                fprintf(stderr, "typellm quantize: --threads wants a number from 1 to 1024, got '%s'\n", argv[i]);
-                return 2;
-            }
-            threads = (int)v;
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage();
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "typellm quantize: unknown option '%s'\n", argv[i]);
-            return usage();
-        } else if (n_pos < 3) {
-            pos[n_pos++] = argv[i];
-        } else {
-            return usage();
-        }
-    }
-    if (n_pos != 3) return usage();
+    int n_pos = 0;
+    int prc = tl_opt_parse(&cmd, argc, argv, pos, &n_pos);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (n_pos != 3)
+        return tl_opt_fail(&cmd, "need IN.gguf OUT.gguf TYPE");
     tl_quantize_stats stats;
     memset(&stats, 0, sizeof stats);
     tl_error err = {0};
     double t0 = tl_now_s();
-    if (tl_quantize_model(pos[0], pos[1], pos[2], threads, &stats, &err) != TL_OK) {
-        fprintf(stderr, "typellm quantize: %s\n", err.msg);
+    if (tl_quantize_model(pos[0], pos[1], pos[2], (int)threads, &stats, &err) != TL_OK) {
+        tl_cli_error("quantize", err.msg);
         return err.code == TL_ERR_INVALID ? 2 : 1;
     }
     fprintf(stderr, "typellm quantize: %s -> %s (%s): %.1f MB -> %.1f MB of tensors in %.1f s;",

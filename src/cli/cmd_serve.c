@@ -2,7 +2,6 @@
  * (src/server) until SIGINT/SIGTERM. With --port 0 the kernel picks a free
  * port; the chosen one is printed as "listening on http://HOST:PORT" on
  * stdout (tests read that line). */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,83 +11,98 @@
 #include "typellm/typellm.h"
 #include "cli/cli.h"
 
-static void serve_usage(FILE *f) {
-    fprintf(f,
-            "usage: typellm serve (--model M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]\n"
-            "  --hf ORG/REPO:FILE   fetch the GGUF from Hugging Face (cached) when no --model is given\n"
-            "  --host ADDR          bind address (default 127.0.0.1: loopback only)\n"
-            "  --port N             TCP port (default 8080; 0 picks a free one and prints it)\n"
-            "  --api-key KEY        require Authorization: Bearer KEY (all endpoints but /health)\n"
-            "  --threads N          engine threads (default: all cores)\n"
-            "  --cache-mb N         prefix-cache budget in MiB (default: engine's)\n"
-            "  --max-body BYTES     request body limit (default 8388608)\n"
-            "  --max-questions N    questions per /v1/systemone request (default 256)\n"
-            "  --max-tokens N       prompt tokens per request (default: the model's context)\n"
-            "  --max-queue N        requests in flight before 429 (default 64)\n"
-            "  --timeout S          per-request timeout in seconds (default 300)\n"
-            "  --quiet              no per-request log lines\n");
-}
-
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
+/* The key in a file: its first line, surrounding white space removed. */
+static char *read_key_file(const char *path, tl_error *err) {
+    char *data = NULL;
+    size_t len = 0;
+    if (tl_read_file(path, 1 << 16, &data, &len, err) != TL_OK)
+        return NULL;
+    char *start = data;
+    while (*start == ' ' || *start == '\t' || *start == '\r' || *start == '\n')
+        start++;
+    size_t n = strcspn(start, "\r\n");
+    while (n > 0 && (start[n - 1] == ' ' || start[n - 1] == '\t'))
+        n--;
+    if (n == 0) {
+        free(data);
+        tl_error_set(err, TL_ERR_INVALID, "%s: the API key file is empty", path);
+        return NULL;
+    }
+    memmove(data, start, n);
+    data[n] = '\0';
+    return data;
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-    const char *model_arg = NULL, *hf = NULL;
+    const char *model_arg = NULL, *hf = NULL, *key_file = NULL;
     tl_server_params p;
     memset(&p, 0, sizeof p);
-    p.port = 8080;
-    p.log = stderr;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            serve_usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--quiet")) {
-            p.log = NULL;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "typellm serve: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model_arg = v;
-        else if (!strcmp(a, "--hf")) hf = v;
-        else if (!strcmp(a, "--host")) p.host = v;
-        else if (!strcmp(a, "--api-key")) p.api_key = v;
-        else if (!strcmp(a, "--port") && parse_long(v, 0, 65535, &n)) p.port = (int)n;
-        else if (!strcmp(a, "--threads") && parse_long(v, 0, 1024, &n)) p.n_threads = (int)n;
-        else if (!strcmp(a, "--cache-mb") && parse_long(v, 0, 1L << 30, &n)) p.cache_mb = (size_t)n;
-        else if (!strcmp(a, "--max-body") && parse_long(v, 1, 1L << 40, &n)) p.max_body = (size_t)n;
-        else if (!strcmp(a, "--max-questions") && parse_long(v, 1, 1 << 20, &n)) p.max_questions = (int)n;
-        else if (!strcmp(a, "--max-tokens") && parse_long(v, 1, 1 << 30, &n)) p.max_tokens = (int)n;
-        else if (!strcmp(a, "--max-queue") && parse_long(v, 1, 1 << 20, &n)) p.max_queue = (int)n;
-        else if (!strcmp(a, "--timeout") && parse_long(v, 1, 1 << 20, &n)) p.request_timeout_s = (double)n;
-        else {
-            fprintf(stderr, "typellm serve: bad option or value: %s %s\n", a, v);
-            serve_usage(stderr);
-            return 2;
-        }
-    }
+    long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
+         timeout = 0;
+    bool quiet = false, no_mmap = false;
+    p.api_key = getenv("TYPELLM_API_KEY");
+    if (p.api_key && !*p.api_key)
+        p.api_key = NULL;
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&model_arg),
+        {0, "hf", TL_OPT_STR, &hf, .metavar = "ORG/REPO:FILE",
+         .help = "fetch the GGUF from Hugging Face (cached) when no model is given"},
+        {0, "host", TL_OPT_STR, &p.host, .metavar = "ADDR",
+         .help = "bind address: numeric IPv4/IPv6 or localhost (default 127.0.0.1: loopback only)"},
+        {0, "port", TL_OPT_LONG, &port, .min = 0, .max = 65535, .metavar = "N",
+         .help = "TCP port (default 8080; 0 picks a free one and prints it)"},
+        {0, "api-key", TL_OPT_STR, &p.api_key, .metavar = "KEY",
+         .help = "require Authorization: Bearer KEY on all endpoints but /health (default $TYPELLM_API_KEY)"},
+        {0, "api-key-file", TL_OPT_STR, &key_file, .metavar = "F",
+         .help = "the key from F's first line (keeps it out of the process list)"},
+        TL_OPT_THREADS(&threads),
+        {0, "cache-mb", TL_OPT_LONG, &cache_mb, .min = 0, .max = 1L << 30, .metavar = "N",
+         .help = "prefix-cache budget in MiB (default: engine's)"},
+        {0, "max-body", TL_OPT_LONG, &max_body, .min = 1, .max = 1L << 40, .metavar = "BYTES",
+         .help = "request body limit (default 8388608)"},
+        {0, "max-questions", TL_OPT_LONG, &max_questions, .min = 1, .max = 1 << 20, .metavar = "N",
+         .help = "questions per /v1/systemone request (default 256)"},
+        {0, "max-tokens", TL_OPT_LONG, &max_tokens, .min = 1, .max = 1 << 30, .metavar = "N",
+         .help = "prompt tokens per request (default: the model's context)"},
+        {0, "max-queue", TL_OPT_LONG, &max_queue, .min = 1, .max = 1 << 20, .metavar = "N",
+         .help = "requests in flight before 429 (default 64)"},
+        {0, "timeout", TL_OPT_LONG, &timeout, .min = 1, .max = 1 << 20, .metavar = "S",
+         .help = "per-request timeout in seconds (default 300)"},
+        {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
+        TL_OPT_NO_MMAP(&no_mmap),
+        {0},
+    };
+    const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
+                            "HTTP server: SGLang API, /v1/systemone, /v1/decide", .opts = opts};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    p.port = (int)port;
+    p.n_threads = (int)threads;
+    p.cache_mb = (size_t)cache_mb;
+    p.max_body = (size_t)max_body;
+    p.max_questions = (int)max_questions;
+    p.max_tokens = (int)max_tokens;
+    p.max_queue = (int)max_queue;
+    p.request_timeout_s = (double)timeout;
+    p.log = quiet ? NULL : stderr;
+    if (p.host && !strcmp(p.host, "localhost"))
+        p.host = "127.0.0.1";
+    char *key_buf = NULL;
     tl_error err = {0};
     char *model_path = NULL;
-    if (!model_arg && !hf && !getenv("TYPELLM_MODEL")) {
-        fprintf(stderr, "typellm serve: give a model: --model M.gguf, $TYPELLM_MODEL or --hf ORG/REPO:FILE\n");
-        serve_usage(stderr);
-        return 2;
+    if (!tl_cli_model(model_arg) && !hf)
+        return tl_opt_fail(&cmd, "give a model: -m/--model M.gguf, $TYPELLM_MODEL or --hf ORG/REPO:FILE");
+    if (key_file) {
+        if (!(key_buf = read_key_file(key_file, &err))) {
+            tl_cli_error("serve", err.msg);
+            return err.code == TL_ERR_INVALID ? 2 : 1;
+        }
+        p.api_key = key_buf;
     }
     if (tl_model_resolve(model_arg, hf, &model_path, &err) != TL_OK) {
-        fprintf(stderr, "typellm serve: %s\n", err.msg);
+        tl_cli_error("serve", err.msg);
+        free(key_buf);
         return 1;
     }
     p.model_path = model_path;
@@ -103,17 +117,18 @@ int tl_cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     tl_model *m = NULL;
-    if (tl_model_load(model_path, &m, &err) != TL_OK) {
-        fprintf(stderr, "typellm serve: %s\n", err.msg);
+    if (tl_cli_model_load("serve", model_path, no_mmap, &m) != TL_OK) {
         free(model_path);
+        free(key_buf);
         return 1;
     }
     tl_server *s = NULL;
     if (tl_server_new(m, &p, &s, &err) != TL_OK || tl_server_start(s, &err) != TL_OK) {
-        fprintf(stderr, "typellm serve: %s\n", err.msg);
+        tl_cli_error("serve", err.msg);
         tl_server_free(s);
         tl_model_free(m);
         free(model_path);
+        free(key_buf);
         return 1;
     }
     printf("listening on http://%s:%d (model %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s),
@@ -125,5 +140,6 @@ int tl_cmd_serve(int argc, char **argv) {
     tl_server_free(s);
     tl_model_free(m);
     free(model_path);
+    free(key_buf);
     return 0;
 }

@@ -12,29 +12,6 @@
 #include "typellm/typellm.h"
 #include "cli/cli.h"
 
-static void synth_usage(FILE *f) {
-    fprintf(f,
-            "usage: typellm synth FILE.ae --model M.gguf [options]\n"
-            "  --model PATH        GGUF model (env AEON_TC_MODEL)\n"
-            "  --device cpu        only cpu is supported (env AEON_TC_DEVICE)\n"
-            "  --seed N            sampling and Pareto seed (env AEON_SEED, default 0)\n"
-            "  --temperature T     0 = best certified token (env AEON_TC_TEMPERATURE, default 0)\n"
-            "  --max-tokens N      tokens per attempt incl. EOS (env AEON_TC_MAX_TOKENS, default 128)\n"
-            "  --max-probes N      candidate probes per step (env AEON_TC_MAX_PROBES, default 4096)\n"
-            "  --top-k N           probe batch size (env AEON_TC_TOP_K, default 32)\n"
-            "  --max-states N      oracle work per query (env AEON_TC_MAX_STATES, default 20000)\n"
-            "  --attempts N        attempts incl. refinement retries (env AEON_TC_ATTEMPTS, default 8)\n"
-            "  --budget SECONDS    one deadline over everything (default 120)\n"
-            "  --threads N         engine threads (default 2)\n"
-            "  --report FILE       write the JSON report there ('-' = stdout after the program)\n"
-            "  exit status: 0 a validated program was printed, 1 exhaustion or error, 2 usage\n");
-}
-
-static const char *env_or(const char *name, const char *dflt) {
-    const char *v = getenv(name);
-    return v && *v ? v : dflt;
-}
-
 /* The prompt: guidance from @prompt / @doc, the hole's context and goal, and the program. */
 static void build_prompt(const ae_program *p, const ae_scope *scope, tl_strbuf *out) {
     const ae_def *d = &p->defs[p->hole_def];
@@ -76,68 +53,63 @@ static json_t *validation_json(const ae_validation *v) {
 }
 
 int tl_cmd_synth(int argc, char **argv) {
-    const char *file = NULL, *report_path = NULL;
-    const char *model_path = env_or("AEON_TC_MODEL", NULL), *device = env_or("AEON_TC_DEVICE", "cpu");
-    uint64_t seed = strtoull(env_or("AEON_SEED", "0"), NULL, 10);
-    double temperature, budget = 120;
-    long max_tokens, max_probes, top_k, attempts, max_states, threads = 2;
-    if (!tl_cli_double("synth", "AEON_TC_TEMPERATURE", env_or("AEON_TC_TEMPERATURE", "0"), &temperature) ||
-        !tl_cli_long("synth", "AEON_TC_MAX_TOKENS", env_or("AEON_TC_MAX_TOKENS", "128"), &max_tokens) ||
-        !tl_cli_long("synth", "AEON_TC_MAX_PROBES", env_or("AEON_TC_MAX_PROBES", "4096"), &max_probes) ||
-        !tl_cli_long("synth", "AEON_TC_TOP_K", env_or("AEON_TC_TOP_K", "32"), &top_k) ||
-        !tl_cli_long("synth", "AEON_TC_ATTEMPTS", env_or("AEON_TC_ATTEMPTS", "8"), &attempts) ||
-        !tl_cli_long("synth", "AEON_TC_MAX_STATES", env_or("AEON_TC_MAX_STATES", "20000"), &max_states))
-        return 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            synth_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") && has) {
-            model_path = argv[++i];
-        } else if (!strcmp(a, "--device") && has) {
-            device = argv[++i];
-        } else if (!strcmp(a, "--seed") && has) {
-            seed = strtoull(argv[++i], NULL, 10);
-        } else if (!strcmp(a, "--temperature") && has) {
-            if (!tl_cli_double("synth", a, argv[++i], &temperature)) return 2;
-        } else if (!strcmp(a, "--max-tokens") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &max_tokens)) return 2;
-        } else if (!strcmp(a, "--max-probes") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &max_probes)) return 2;
-        } else if (!strcmp(a, "--top-k") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &top_k)) return 2;
-        } else if (!strcmp(a, "--max-states") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &max_states)) return 2;
-        } else if (!strcmp(a, "--attempts") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &attempts)) return 2;
-        } else if (!strcmp(a, "--budget") && has) {
-            if (!tl_cli_double("synth", a, argv[++i], &budget)) return 2;
-        } else if (!strcmp(a, "--threads") && has) {
-            if (!tl_cli_long("synth", a, argv[++i], &threads)) return 2;
-        } else if (!strcmp(a, "--report") && has) {
-            report_path = argv[++i];
-        } else if (a[0] != '-' && !file) {
-            file = a;
-        } else {
-            fprintf(stderr, "typellm synth: unknown or incomplete option '%s'\n", a);
-            synth_usage(stderr);
+    const char *file = NULL, *report_path = NULL, *model_path = NULL, *device = "cpu";
+    uint64_t seed = 0;
+    double temperature = 0, budget = 120;
+    long max_tokens = 128, max_probes = 4096, top_k = 32, attempts = 8, max_states = 20000, threads = 2, n_ctx = 0;
+    bool no_mmap = false;
+    const tl_opt opts[] = {
+        {'m', "model", TL_OPT_STR, &model_path, .metavar = "PATH",
+         .help = "GGUF model (env AEON_TC_MODEL, then TYPELLM_MODEL)"},
+        {0, "device", TL_OPT_STR, &device, .metavar = "cpu", .help = "only cpu is supported (env AEON_TC_DEVICE)"},
+        {'s', "seed", TL_OPT_U64, &seed, .metavar = "N", .help = "sampling and Pareto seed (env AEON_SEED, default 0)"},
+        {0, "temperature", TL_OPT_DOUBLE, &temperature, .min = 0, .max = 1e6, .metavar = "T", .alias = "temp",
+         .help = "0 = best certified token (env AEON_TC_TEMPERATURE, default 0)"},
+        {0, "max-tokens", TL_OPT_LONG, &max_tokens, .min = 1, .max = 1 << 20, .metavar = "N",
+         .help = "tokens per attempt incl. EOS (env AEON_TC_MAX_TOKENS, default 128)"},
+        {0, "max-probes", TL_OPT_LONG, &max_probes, .min = 1, .max = 1L << 40, .metavar = "N",
+         .help = "candidate probes per step (env AEON_TC_MAX_PROBES, default 4096)"},
+        {0, "top-k", TL_OPT_LONG, &top_k, .min = 1, .max = 1 << 24, .metavar = "N",
+         .help = "probe batch size (env AEON_TC_TOP_K, default 32)"},
+        {0, "max-states", TL_OPT_LONG, &max_states, .min = 0, .max = 1L << 40, .metavar = "N",
+         .help = "oracle work per query (env AEON_TC_MAX_STATES, default 20000)"},
+        {0, "attempts", TL_OPT_LONG, &attempts, .min = 1, .max = 1 << 20, .metavar = "N",
+         .help = "attempts incl. refinement retries (env AEON_TC_ATTEMPTS, default 8)"},
+        {0, "budget", TL_OPT_DOUBLE, &budget, .min = 0, .max = 1e9, .flags = TL_OPT_GT_MIN, .metavar = "SECONDS",
+         .help = "one deadline over everything (default 120)"},
+        {'t', "threads", TL_OPT_LONG, &threads, .min = 0, .max = 1024, .metavar = "N",
+         .help = "engine threads (default 2; 0 = all cores)"},
+        TL_OPT_CTX(&n_ctx),
+        {0, "report", TL_OPT_STR, &report_path, .metavar = "FILE",
+         .help = "write the JSON report there ('-' = stdout after the program)"},
+        TL_OPT_NO_MMAP(&no_mmap),
+        {0},
+    };
+    const tl_opt_cmd cmd = {"synth", "FILE.ae -m M.gguf [options]",
+                            "fill the typed hole of an Aeon program with a well-typed term", .opts = opts, .max_positional = 1,
+                            .epilog = "  exit status: 0 a validated program was printed, 1 exhaustion or error, 2 usage\n"};
+    static const struct {
+        const char *opt, *env;
+    } env_opts[] = {{"model", "TYPELLM_MODEL"},        {"model", "AEON_TC_MODEL"},
+                    {"device", "AEON_TC_DEVICE"},      {"seed", "AEON_SEED"},
+                    {"temperature", "AEON_TC_TEMPERATURE"}, {"max-tokens", "AEON_TC_MAX_TOKENS"},
+                    {"max-probes", "AEON_TC_MAX_PROBES"}, {"top-k", "AEON_TC_TOP_K"},
+                    {"attempts", "AEON_TC_ATTEMPTS"},  {"max-states", "AEON_TC_MAX_STATES"}};
+    for (size_t k = 0; k < sizeof env_opts / sizeof env_opts[0]; k++)
+        if (tl_opt_env(&cmd, env_opts[k].opt, env_opts[k].env) != TL_OPT_OK)
             return 2;
-        }
-    }
-    if (!file || !model_path) {
-        fprintf(stderr, "typellm synth: %s\n", !file ? "no .ae file given" : "no model: pass --model or set AEON_TC_MODEL");
-        synth_usage(stderr);
-        return 2;
-    }
+    const char *pos[1];
+    int n_pos = 0;
+    int prc = tl_opt_parse(&cmd, argc, argv, pos, &n_pos);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    file = n_pos ? pos[0] : NULL;
+    if (!file || !model_path)
+        return tl_opt_fail(&cmd, "%s",
+                           !file ? "no .ae file given" : "no model: pass -m/--model or set AEON_TC_MODEL or TYPELLM_MODEL");
     if (strcmp(device, "cpu")) {
         fprintf(stderr, "typellm synth: device '%s' is not supported: the embedded engine runs on cpu only\n", device);
         return 1;
-    }
-    if (attempts < 1 || max_tokens < 1 || max_probes < 1 || top_k < 1 || budget <= 0 || temperature < 0) {
-        fprintf(stderr, "typellm synth: attempts, max-tokens, max-probes, top-k and budget must be positive, temperature >= 0\n");
-        return 2;
     }
     double t_start = tl_now_s(), deadline = t_start + budget;
     tl_error err = {0};
@@ -160,32 +132,31 @@ int tl_cmd_synth(int argc, char **argv) {
         goto done;
     }
     if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
-        fprintf(stderr, "typellm synth: %s\n", err.msg);
+        tl_cli_error("synth", err.msg);
         goto done;
     }
     ae_oracle_limits lim = {.max_states = max_states, .deadline = deadline};
     if (ae_engine_new(scope, &lim, &eng, &err)) {
-        fprintf(stderr, "typellm synth: %s\n", err.msg);
+        tl_cli_error("synth", err.msg);
         goto done;
     }
-    if (tl_model_load(model_path, &model, &err)) {
-        fprintf(stderr, "typellm synth: %s\n", err.msg);
+    if (tl_cli_model_load("synth", model_path, no_mmap, &model))
         goto done;
-    }
-    tl_session_params sp = {.n_threads = threads};
+    tl_session_params sp = {.n_threads = (int)threads};
+    tl_cli_ctx("synth", model, n_ctx, &sp);
     if (tl_backend_local_new(model, &sp, &be, &err)) {
-        fprintf(stderr, "typellm synth: %s\n", err.msg);
+        tl_cli_error("synth", err.msg);
         goto done;
     }
     build_prompt(prog, scope, &prompt);
     if (tl_backend_tokenize(be, prompt.buf, prompt.len, true, false, &prompt_ids, &n_prompt, &err)) {
-        fprintf(stderr, "typellm synth: %s\n", err.msg);
+        tl_cli_error("synth", err.msg);
         goto done;
     }
-    int32_t n_ctx = tl_model_n_ctx_train(model);
-    if (n_ctx > 0 && n_prompt + (size_t)max_tokens + 1 > (size_t)n_ctx) {
+    int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(model);
+    if (ctx_len > 0 && n_prompt + (size_t)max_tokens + 1 > (size_t)ctx_len) {
         /* keep the prompt's tail: the hole and its context come last */
-        size_t keep = (size_t)n_ctx > (size_t)max_tokens + 2 ? (size_t)n_ctx - (size_t)max_tokens - 1 : 1;
+        size_t keep = (size_t)ctx_len > (size_t)max_tokens + 2 ? (size_t)ctx_len - (size_t)max_tokens - 1 : 1;
         if (keep < n_prompt) {
             memmove(prompt_ids + 1, prompt_ids + (n_prompt - keep + 1), sizeof *prompt_ids * (keep - 1));
             n_prompt = keep;

@@ -13,18 +13,6 @@
 #define MAX_INPUT_BYTES ((size_t)1 << 30)
 static const char TEST_SEPARATOR[] = "\n__ggml_vocab_test__\n";
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: typellm tokenize --model M.gguf (--text STR | --file F | --test-file X.inp)\n"
-               "                        [--bos] [--special] [--pieces]\n"
-               "  --text STR       text to tokenize\n"
-               "  --file F         read the text from F ('-' = stdin)\n"
-               "  --test-file X    strings separated by \"\\n__ggml_vocab_test__\\n\"; prints one line\n"
-               "                   per string, each id preceded by a space (no BOS, specials as text)\n"
-               "  --bos            add BOS/EOS as the vocabulary's metadata asks\n"
-               "  --special        parse control-token texts (e.g. <|im_start|>) as those tokens\n"
-               "  --pieces         print one token per line: id, tab, its bytes as a JSON string\n");
-}
-
 static int print_ids(const tl_vocab *v, const int32_t *ids, size_t n, bool pieces) {
     tl_strbuf sb = TL_STRBUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -34,8 +22,17 @@ static int print_ids(const tl_vocab *v, const int32_t *ids, size_t n, bool piece
             char *big = len > sizeof small ? malloc(len) : NULL;
             if (big)
                 tl_vocab_token_bytes(v, ids[i], true, big, len);
+            const char *bytes = big ? big : small;
+            size_t n_bytes = big || len <= sizeof small ? len : sizeof small;
             tl_strbuf_printf(&sb, "%d\t", ids[i]);
-            tl_strbuf_json_string(&sb, big ? big : small, big || len <= sizeof small ? len : sizeof small);
+            if (tl_utf8_check(bytes, n_bytes, NULL) == 0) {
+                tl_strbuf_json_string(&sb, bytes, n_bytes);
+            } else { /* part of a character (byte-fallback and BPE pieces): the bytes themselves */
+                tl_strbuf_putc(&sb, '[');
+                for (size_t k = 0; k < n_bytes; k++)
+                    tl_strbuf_printf(&sb, "%s%u", k ? "," : "", (unsigned char)bytes[k]);
+                tl_strbuf_putc(&sb, ']');
+            }
             tl_strbuf_putc(&sb, '\n');
             free(big);
         } else {
@@ -54,7 +51,7 @@ static int run_test_file(const tl_vocab *v, const char *path) {
     size_t len;
     tl_error err = {0};
     if (tl_read_file(path, MAX_INPUT_BYTES, &data, &len, &err) != TL_OK) {
-        fprintf(stderr, "typellm tokenize: %s\n", err.msg);
+        tl_cli_error("tokenize", err.msg);
         return 1;
     }
     tl_strbuf sb = TL_STRBUF_INIT;
@@ -87,41 +84,30 @@ static int run_test_file(const tl_vocab *v, const char *path) {
 int tl_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL, *test_file = NULL;
     bool bos = false, special = false, pieces = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") && has_value) {
-            model = argv[++i];
-        } else if (!strcmp(a, "--text") && has_value) {
-            text = argv[++i];
-        } else if (!strcmp(a, "--file") && has_value) {
-            file = argv[++i];
-        } else if (!strcmp(a, "--test-file") && has_value) {
-            test_file = argv[++i];
-        } else if (!strcmp(a, "--bos")) {
-            bos = true;
-        } else if (!strcmp(a, "--special")) {
-            special = true;
-        } else if (!strcmp(a, "--pieces")) {
-            pieces = true;
-        } else {
-            fprintf(stderr, "typellm tokenize: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model || (!!text + !!file + !!test_file) != 1) {
-        fprintf(stderr, "typellm tokenize: need --model and exactly one of --text, --file, --test-file\n");
-        usage(stderr);
-        return 2;
-    }
+    const tl_opt opts[] = {
+        TL_OPT_MODEL(&model),
+        {'p', "text", TL_OPT_STR, &text, .metavar = "STR", .alias = "prompt", .help = "text to tokenize (also --prompt)"},
+        {'f', "file", TL_OPT_STR, &file, .metavar = "F", .help = "read the text from F ('-' = stdin)"},
+        {0, "test-file", TL_OPT_STR, &test_file, .metavar = "X",
+         .help = "strings separated by \"\\n__ggml_vocab_test__\\n\"; one line per string, each id after a space"},
+        {0, "bos", TL_OPT_FLAG, &bos, .help = "add BOS/EOS as the vocabulary's metadata asks"},
+        {0, "special", TL_OPT_FLAG, &special, .help = "parse control-token texts (e.g. <|im_start|>) as those tokens"},
+        {0, "pieces", TL_OPT_FLAG, &pieces,
+         .help = "one token per line: id, tab, its bytes as a JSON string, or as a JSON array of byte values\n"
+                 "                             when they are not whole UTF-8 characters (e.g. [226,150])"},
+        {0},
+    };
+    const tl_opt_cmd cmd = {"tokenize", "-m M.gguf (-p STR | -f F | --test-file X.inp) [--bos] [--special] [--pieces]",
+                            "text -> token ids with the model's vocabulary (the weights are never read)", .opts = opts};
+    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
+    if (prc != TL_OPT_OK)
+        return tl_opt_exit(prc);
+    if (!(model = tl_cli_model(model)) || (!!text + !!file + !!test_file) != 1)
+        return tl_opt_fail(&cmd, "need a model (-m/--model or TYPELLM_MODEL) and exactly one of --text, --file, --test-file");
     tl_error err = {0};
     tl_vocab *v;
     if (tl_vocab_load_file(model, &v, &err) != TL_OK) {
-        fprintf(stderr, "typellm tokenize: %s\n", err.msg);
+        tl_cli_error("tokenize", err.msg);
         return 1;
     }
     int rc;
@@ -132,7 +118,7 @@ int tl_cmd_tokenize(int argc, char **argv) {
         size_t len;
         if (file) {
             if (tl_read_file(file, MAX_INPUT_BYTES, &data, &len, &err) != TL_OK) {
-                fprintf(stderr, "typellm tokenize: %s\n", err.msg);
+                tl_cli_error("tokenize", err.msg);
                 tl_vocab_free(v);
                 return 1;
             }
@@ -142,7 +128,7 @@ int tl_cmd_tokenize(int argc, char **argv) {
         int32_t *ids;
         size_t n;
         if (tl_vocab_tokenize(v, data ? data : text, len, bos, special, &ids, &n, &err) != TL_OK) {
-            fprintf(stderr, "typellm tokenize: %s\n", err.msg);
+            tl_cli_error("tokenize", err.msg);
             rc = 1;
         } else {
             rc = print_ids(v, ids, n, pieces);

@@ -28,13 +28,25 @@ static const command commands[] = {
 
 static void usage(FILE *f) {
     fprintf(f, "typellm %s: typed decisions and type-correct code from any GGUF model\n\n", TL_VERSION);
-    fprintf(f, "usage: typellm COMMAND [options]   (typellm COMMAND --help for details)\n\ncommands:\n");
+    fprintf(f, "usage: typellm COMMAND [options]   (typellm help COMMAND, or COMMAND --help, for details)\n"
+               "options: --opt VALUE or --opt=VALUE; -m/--model (default $TYPELLM_MODEL), -t/--threads,\n"
+               "-c/--ctx-size, -n, -p/--prompt, -f/--file as in llama.cpp\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "help") && argc >= 3) { /* typellm help CMD = typellm CMD --help */
+        static char help_flag[] = "--help";
+        char *sub[] = {argv[2], help_flag, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return commands[i].run(2, sub);
+        fprintf(stderr, "typellm: unknown command '%s'\n\n", argv[2]);
         usage(stderr);
         return 2;
     }

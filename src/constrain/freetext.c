@@ -12,6 +12,7 @@
 #include "constrain/constrain.h"
 #include "constrain/sample.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 void tl_freetext_result_free(tl_freetext_result *r) {
     if (!r)
@@ -43,49 +44,9 @@ bool tl_freetext_escape(tl_strbuf *out, const char *s, size_t len) {
 
 /* ===== UTF-8 ============================================================ */
 
-/* Length of the valid UTF-8 sequence at s (n bytes available): 1..4, 0 when
- * invalid, -1 when valid so far but cut off. */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    int len;
-    uint32_t min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    uint32_t cp = c & (0x7F >> len);
-    for (int i = 1; i < len; i++) {
-        if ((size_t)i >= n)
-            return -1;
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 static void put_utf8(tl_strbuf *out, uint32_t cp) {
     char b[4];
-    size_t n;
-    if (cp < 0x80)
-        b[0] = (char)cp, n = 1;
-    else if (cp < 0x800)
-        b[0] = (char)(0xC0 | (cp >> 6)), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
-    else if (cp < 0x10000)
-        b[0] = (char)(0xE0 | (cp >> 12)), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
-        b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
-    else
-        b[0] = (char)(0xF0 | (cp >> 18)), b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
-        b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
-    tl_strbuf_append(out, b, n);
+    tl_strbuf_append(out, b, tl_utf8_encode(cp, b));
 }
 
 /* Valid UTF-8 of at most max_chars code points: invalid bytes become U+FFFD;
@@ -94,7 +55,7 @@ static size_t sanitize(const char *in, size_t n, size_t max_chars, bool drop_cut
     size_t chars = 0, i = 0;
     const unsigned char *s = (const unsigned char *)in;
     for (; i < n && chars < max_chars;) {
-        int l = utf8_seq(s + i, n - i);
+        int l = tl_utf8_decode(s + i, n - i, NULL, TL_UTF8_STRICT);
         if (l > 0) {
             tl_strbuf_append(out, in + i, (size_t)l);
             i += (size_t)l;

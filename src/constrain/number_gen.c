@@ -22,42 +22,6 @@
 
 /* ===== sampling helpers (sample.h) ====================================== */
 
-uint64_t tl_rng_next(uint64_t *s) {
-    /* splitmix64: small, seedable, good enough to draw tokens */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double tl_rng_uniform(uint64_t *s) { return (double)(tl_rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-
-double tl_logsumexp_f(const float *x, size_t n) {
-    float mx = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] > mx)
-            mx = x[i];
-    if (!isfinite(mx))
-        return mx;
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += exp((double)x[i] - mx);
-    return mx + log(s);
-}
-
-double tl_logsumexp_ids(const float *logits, const int32_t *ids, size_t n) {
-    float mx = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (logits[ids[i]] > mx)
-            mx = logits[ids[i]];
-    if (!isfinite(mx))
-        return mx;
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += exp((double)logits[ids[i]] - mx);
-    return mx + log(s);
-}
-
 int32_t tl_sample_ids(const float *logits, const int32_t *ids, size_t n, double temperature, uint64_t *rng) {
     if (n == 0)
         return -1;
@@ -66,18 +30,18 @@ int32_t tl_sample_ids(const float *logits, const int32_t *ids, size_t n, double 
     for (size_t i = 1; i < n; i++)
         if (logits[ids[i]] > logits[ids[best]] || (logits[ids[i]] == logits[ids[best]] && ids[i] < ids[best]))
             best = i;
-    if (!(temperature > 0) || n == 1 || !isfinite(logits[ids[best]]))
+    if (!(temperature > 0) || n == 1 || !isfinite(logits[ids[best]]) || n > INT32_MAX)
         return ids[best];
-    double mx = logits[ids[best]], total = 0;
+    double stack_w[256], *w = n <= sizeof stack_w / sizeof *stack_w ? stack_w : malloc(n * sizeof *w);
+    if (!w)
+        return ids[best];
+    double mx = logits[ids[best]];
     for (size_t i = 0; i < n; i++)
-        total += exp(((double)logits[ids[i]] - mx) / temperature);
-    double r = tl_rng_uniform(rng) * total, acc = 0;
-    for (size_t i = 0; i < n; i++) {
-        acc += exp(((double)logits[ids[i]] - mx) / temperature);
-        if (r < acc)
-            return ids[i];
-    }
-    return ids[best];
+        w[i] = exp(((double)logits[ids[i]] - mx) / temperature);
+    int32_t pick = tl_sample_weights(w, (int32_t)n, NULL, tl_rng_uniform(rng), NULL);
+    if (w != stack_w)
+        free(w);
+    return pick >= 0 ? ids[pick] : ids[best];
 }
 
 /* ===== generation ======================================================= */

@@ -20,6 +20,8 @@
 #include "tok/vocab.h"
 #include "util/error.h"
 #include "util/fileio.h"
+#include "util/rng.h"
+#include "util/sample.h"
 
 /* What became of one field. */
 typedef struct field_outcome {
@@ -74,13 +76,6 @@ static size_t utf8_chars(const char *s) {
 
 /* ---- choosing a value ---------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* probs = softmax(logprobs / T) over the n candidates (T = 1 when temperature
  * is 0: argmax needs no scaling and reports the model's own renormalized
  * distribution). Returns the chosen index: argmax (first on ties) at T = 0,
@@ -106,15 +101,8 @@ static tl_status decision_choose(const double *logprobs, size_t n, double temper
     *chosen = best;
     if (temperature > 0) {
         uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(field_idx + 1));
-        double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53, acc = 0;
-        *chosen = n - 1;
-        for (size_t i = 0; i < n; i++) {
-            acc += probs[i];
-            if (u < acc) {
-                *chosen = i;
-                break;
-            }
-        }
+        int32_t pick = tl_sample_weights(probs, (int32_t)n, NULL, tl_rng_uniform(&state), NULL);
+        *chosen = pick >= 0 ? (size_t)pick : n - 1;
     }
     return TL_OK;
 }
@@ -199,7 +187,7 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
         st = tl_idseq_append_text(r->b, &seq, lead.buf, lead.len, false, err);
     tl_freetext_params fp = {.max_chars = f->max_length,
                              .sample = {.temperature = r->opts->temperature,
-                                        .seed = r->opts->seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(fi + 1)),
+                                        .seed = r->opts->seed ^ (TL_RNG_GOLDEN * (uint64_t)(fi + 1)),
                                         .max_tokens = f->max_tokens}};
     int32_t term_ids[2];
     size_t n_term = 0;

@@ -18,6 +18,7 @@
 #include "decide/decide.h"
 #include "decide/schema.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 /* Shared by any number of deciding threads: each tl_decide parses root into
  * its own tl_dschema (which only takes references: jansson's reference
@@ -283,9 +284,9 @@ char *tl_decision_to_json(const tl_decision *d, unsigned flags) {
     if (!d)
         return NULL;
     const json_t *shown = flags & TL_JSON_VALUES_ONLY ? json_object_get(d->root, "values") : d->root;
-    /* 17 significant digits: a generated number (444444444444.0) reads back exactly. */
-    size_t jf = JSON_REAL_PRECISION(17) | (flags & TL_JSON_INDENT ? JSON_INDENT(2) : JSON_COMPACT);
-    return json_dumps(shown, jf);
+    /* Reals in their shortest exact form: 0.3 (not 0.29999999999999999), and a
+     * generated number such as 444444444444.0 reads back exactly. */
+    return tl_json_dumps(shown, flags & TL_JSON_INDENT ? JSON_INDENT(2) : JSON_COMPACT);
 }
 
 void tl_decision_usage(const tl_decision *d, tl_usage *out) {
@@ -427,5 +428,5 @@ const tl_value *tl_value_get(const tl_value *v, const char *key) {
 }
 
 char *tl_value_to_json(const tl_value *v) {
-    return v ? json_dumps(JV(v), JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+    return v ? tl_json_dumps(JV(v), JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 }

@@ -811,10 +811,12 @@ fail:
     return st;
 }
 
-tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) {
+tl_status tl_model_load(const char *path, tl_model **out, tl_error *err) { return tl_model_load_ex(path, 0, out, err); }
+
+tl_status tl_model_load_ex(const char *path, unsigned flags, tl_model **out, tl_error *err) {
     *out = NULL;
     tl_gguf *g = NULL;
-    tl_status st = tl_gguf_open(path, &g, err);
+    tl_status st = tl_gguf_open_ex(path, flags & TL_MODEL_NO_MMAP ? TL_GGUF_NO_MMAP : 0, &g, err);
     return st != TL_OK ? st : model_from_gguf(g, path, out, err);
 }
 

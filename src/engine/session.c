@@ -9,11 +9,13 @@
  * K/V rows, not logits), so a fully cached sequence recomputes its last
  * token and rewrites that row with the same bits. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/forward.h"
 #include "util/error.h"
+#include "util/sample.h" /* tl_logsumexp_f */
 
 #define UBATCH 512           /* tokens per forward pass */
 #define LOGIT_GROUP 16       /* output rows turned into logits at a time */
@@ -128,16 +130,20 @@ static tl_status grow(void **buf, size_t *cap, size_t need, size_t elem, tl_erro
     return TL_OK;
 }
 
-static tl_status check_ids(const tl_session *s, const int32_t *ids, size_t n, size_t which, tl_error *err) {
+/* which: the input's index in a batch of n_seqs (messages name it only in a batch). */
+static tl_status check_ids(const tl_session *s, const int32_t *ids, size_t n, size_t which, size_t n_seqs,
+                           tl_error *err) {
+    char what[48] = "the input";
+    if (n_seqs > 1)
+        snprintf(what, sizeof what, "input %zu of the batch", which);
     if (n == 0)
-        return tl_error_set(err, TL_ERR_INVALID, "sequence %zu is empty", which);
+        return tl_error_set(err, TL_ERR_INVALID, "%s is empty", what);
     if (n > (size_t)s->n_ctx)
-        return tl_error_set(err, TL_ERR_LIMIT, "sequence %zu has %zu tokens, more than the context length %d%s",
-                            which, n, s->n_ctx,
-                            s->n_ctx == s->m->n_ctx_train ? " the model was trained for" : "");
+        return tl_error_set(err, TL_ERR_LIMIT, "%s has %zu tokens, more than the context length %d%s", what, n,
+                            s->n_ctx, s->n_ctx == s->m->n_ctx_train ? " the model was trained for" : "");
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= s->m->n_vocab)
-            return tl_error_set(err, TL_ERR_INVALID, "sequence %zu: token %zu has id %d, outside [0, %d)", which, i,
+            return tl_error_set(err, TL_ERR_INVALID, "%s: token %zu has id %d, outside [0, %d) (the vocabulary)", what, i,
                                 ids[i], s->m->n_vocab);
     return TL_OK;
 }
@@ -231,14 +237,7 @@ static void account(tl_usage *usage, int64_t prompt, int64_t computed, int64_t p
 
 /* log-softmax of one logits row at the candidate ids; the normalizer in double. */
 static void cand_logprobs(const float *row, int32_t n_vocab, const tl_seq *q) {
-    float mx = row[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        if (row[i] > mx)
-            mx = row[i];
-    double sum = 0.0;
-    for (int32_t i = 0; i < n_vocab; i++)
-        sum += exp((double)row[i] - mx);
-    double lse = mx + log(sum);
+    double lse = tl_logsumexp_f(row, (size_t)n_vocab);
     for (size_t c = 0; c < q->n_cands; c++)
         q->cand_logprobs[c] = (double)row[q->cands[c]] - lse;
 }
@@ -363,7 +362,7 @@ tl_status tl_session_eval_batch(tl_session *s, tl_seq *seqs, size_t k, tl_usage 
         return tl_error_set(err, TL_ERR_LIMIT, "%zu sequences in one batch", k);
     int64_t prompt = 0, computed = 0, passes = 0;
     for (size_t i = 0; i < k; i++) {
-        if ((st = check_ids(s, seqs[i].ids, seqs[i].n, i, err)) != TL_OK)
+        if ((st = check_ids(s, seqs[i].ids, seqs[i].n, i, k, err)) != TL_OK)
             return st;
         if (seqs[i].n_cands && (!seqs[i].cands || !seqs[i].cand_logprobs))
             return tl_error_set(err, TL_ERR_INVALID, "sequence %zu: candidates without cands/cand_logprobs", i);
@@ -417,7 +416,7 @@ tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *lo
     tl_seq q = {.ids = ids, .n = n, .logits = logits};
     if (!logits) {
         /* cache only: no output position needed */
-        tl_status st = check_ids(s, ids, n, 0, err);
+        tl_status st = check_ids(s, ids, n, 0, 1, err);
         if (st != TL_OK)
             return st;
         int64_t computed = 0, passes = 0;
@@ -433,7 +432,7 @@ tl_status tl_session_eval(tl_session *s, const int32_t *ids, size_t n, float *lo
 
 tl_status tl_session_eval_last(tl_session *s, const int32_t *ids, size_t n, size_t k_last, float *logits,
                                tl_usage *usage, tl_error *err) {
-    tl_status st = check_ids(s, ids, n, 0, err);
+    tl_status st = check_ids(s, ids, n, 0, 1, err);
     if (st != TL_OK)
         return st;
     if (k_last == 0 || k_last > n)
@@ -450,7 +449,7 @@ tl_status tl_session_eval_last(tl_session *s, const int32_t *ids, size_t n, size
 }
 
 tl_status tl_session_pin(tl_session *s, const int32_t *ids, size_t n, tl_usage *usage, tl_error *err) {
-    tl_status st = check_ids(s, ids, n, 0, err);
+    tl_status st = check_ids(s, ids, n, 0, 1, err);
     if (st != TL_OK)
         return st;
     int64_t computed = 0, passes = 0;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32u
 #define GGUF_MAX_ARRAY_DEPTH 8 /* arrays of arrays of ... deeper than this are rejected */
@@ -32,6 +33,7 @@ struct tl_gguf {
     const uint8_t *base; /* the file bytes (mapping or caller buffer) */
     size_t len;
     bool mapped;         /* base came from mmap and is unmapped at close */
+    bool owned;          /* base was read into memory (--no-mmap) and is freed at close */
     char *path;          /* name used in messages */
     uint32_t version;
     uint32_t alignment;
@@ -162,44 +164,14 @@ static tl_status read_str(cursor *c, tl_gguf_str *out, const char *what) {
     return TL_OK;
 }
 
-/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF), and no NUL:
- * names must also work as C strings. Returns the index of the first bad byte or -1. */
+
+/* Strict UTF-8 (tl_utf8_check) and no NUL: names must also work as C strings.
+ * Returns the index of the first bad byte or -1. */
 static int64_t utf8_bad_at(const uint8_t *s, uint64_t n) {
-    uint64_t i = 0;
-    while (i < n) {
-        uint8_t b = s[i];
-        if (b == 0)
-            return (int64_t)i;
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        int extra;
-        if (b >= 0xC2 && b <= 0xDF) {
-            cp = b & 0x1F;
-            extra = 1;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            cp = b & 0x0F;
-            extra = 2;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            cp = b & 0x07;
-            extra = 3;
-        } else {
-            return (int64_t)i;
-        }
-        if (n - i <= (uint64_t)extra)
-            return (int64_t)i;
-        for (int k = 1; k <= extra; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return (int64_t)i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return (int64_t)i;
-        i += (uint64_t)extra + 1;
-    }
+    const void *nul = memchr(s, 0, n);
+    size_t limit = nul ? (size_t)((const uint8_t *)nul - s) : (size_t)n, bad;
+    if (tl_utf8_check(s, limit, &bad) != 0 || nul)
+        return (int64_t)bad;
     return -1;
 }
 
@@ -238,16 +210,6 @@ static void *track(tl_gguf *g, void *p) {
 
 /* ---- values -------------------------------------------------------------- */
 
-/* Bytes of one scalar of type t, 0 for string/array/unknown. */
-static size_t scalar_size(tl_gguf_vtype t) {
-    switch (t) {
-    case TL_GGUF_U8: case TL_GGUF_I8: case TL_GGUF_BOOL: return 1;
-    case TL_GGUF_U16: case TL_GGUF_I16: return 2;
-    case TL_GGUF_U32: case TL_GGUF_I32: case TL_GGUF_F32: return 4;
-    case TL_GGUF_U64: case TL_GGUF_I64: case TL_GGUF_F64: return 8;
-    default: return 0;
-    }
-}
 
 static bool vtype_known(uint32_t t) { return t <= TL_GGUF_F64; }
 
@@ -265,7 +227,7 @@ static double f64_from_bits(uint64_t bits) {
 
 /* Decodes a scalar of type t at p into v (v->type set by the caller). */
 static void decode_scalar(tl_gguf_vtype t, const uint8_t *p, tl_gguf_value *v) {
-    uint64_t raw = load_le(p, scalar_size(t));
+    uint64_t raw = load_le(p, tl_gguf_scalar_size(t));
     switch (t) {
     case TL_GGUF_U8: case TL_GGUF_U16: case TL_GGUF_U32: case TL_GGUF_U64: v->v.u = raw; break;
     case TL_GGUF_BOOL: v->v.u = raw != 0; break;
@@ -303,7 +265,7 @@ static tl_status read_array(cursor *c, tl_gguf_value *out, int depth) {
     out->v.arr.n = n;
 
     /* The least each element can take, to reject absurd counts before allocating. */
-    size_t min_elem = scalar_size((tl_gguf_vtype)et);
+    size_t min_elem = tl_gguf_scalar_size((tl_gguf_vtype)et);
     if (et == TL_GGUF_STRING)
         min_elem = count_width(c);
     else if (et == TL_GGUF_ARRAY)
@@ -342,7 +304,7 @@ static tl_status read_value(cursor *c, tl_gguf_vtype type, tl_gguf_value *out, i
         return read_str(c, &out->v.s, "string value");
     if (type == TL_GGUF_ARRAY)
         return read_array(c, out, depth);
-    size_t sz = scalar_size(type);
+    size_t sz = tl_gguf_scalar_size(type);
     tl_status st = need(c, sz, tl_gguf_vtype_name(type));
     if (st)
         return st;
@@ -561,8 +523,9 @@ static tl_status read_tensors(cursor *c) {
         }
         if (t->offset > data_len || t->nbytes > data_len - t->offset) {
             st = FAIL_AT(c, add_sat(g->data_offset, t->offset),
-                         "tensor '%s': data (%zu bytes at data offset %" PRIu64 ") extends past end of file", qn,
-                         t->nbytes, t->offset);
+                         "tensor '%s': data (%zu bytes at data offset %" PRIu64 ") extends past end of file: "
+                         "the file (%zu bytes) is shorter than its tensor table says (truncated, or still being written?)",
+                         qn, t->nbytes, t->offset, g->len);
             goto out;
         }
         t->data = g->base + g->data_offset + t->offset;
@@ -637,7 +600,30 @@ tl_status tl_gguf_open_memory(const void *data, size_t len, const char *name, tl
     return open_common(g, out, err);
 }
 
-tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err) {
+/* Reads len bytes of fd into a new buffer (no mapping: the file may later be
+ * replaced or truncated without affecting us). */
+static tl_status read_all(int fd, const char *path, size_t len, uint8_t **out, tl_error *err) {
+    uint8_t *buf = malloc(len);
+    if (!buf)
+        return tl_error_set(err, TL_ERR_NOMEM, "%s: cannot allocate %zu bytes to read the model into memory", path, len);
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, buf + got, len - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0;
+            free(buf);
+            return e ? tl_error_set(err, TL_ERR_IO, "%s: read error at offset %zu: %s", path, got, strerror(e))
+                     : tl_error_set(err, TL_ERR_IO, "%s: the file shrank to %zu bytes while being read", path, got);
+        }
+        got += (size_t)r;
+    }
+    *out = buf;
+    return TL_OK;
+}
+
+tl_status tl_gguf_open_ex(const char *path, unsigned flags, tl_gguf **out, tl_error *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -650,7 +636,8 @@ tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err) {
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return tl_error_set(err, TL_ERR_IO, "%s: not a regular file", path);
+        return tl_error_set(err, TL_ERR_IO, "%s: %s, not a GGUF file", path,
+                            S_ISDIR(sb.st_mode) ? "is a directory" : "not a regular file");
     }
     tl_gguf *g = calloc(1, sizeof *g);
     if (!g || !(g->path = strdup(path))) {
@@ -659,6 +646,18 @@ tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err) {
         return tl_error_set(err, TL_ERR_NOMEM, "gguf: out of memory");
     }
     g->len = (size_t)sb.st_size;
+    if (g->len > 0 && (flags & TL_GGUF_NO_MMAP)) {
+        uint8_t *buf = NULL;
+        tl_status st = read_all(fd, path, g->len, &buf, err);
+        close(fd);
+        if (st) {
+            tl_gguf_close(g);
+            return st;
+        }
+        g->base = buf;
+        g->owned = true;
+        return open_common(g, out, err);
+    }
     if (g->len > 0) {
         void *m = mmap(NULL, g->len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
@@ -675,11 +674,15 @@ tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err) {
     return open_common(g, out, err);
 }
 
+tl_status tl_gguf_open(const char *path, tl_gguf **out, tl_error *err) { return tl_gguf_open_ex(path, 0, out, err); }
+
 void tl_gguf_close(tl_gguf *g) {
     if (!g)
         return;
     if (g->mapped)
         munmap((void *)g->base, g->len);
+    if (g->owned)
+        free((void *)g->base);
     for (size_t i = 0; i < g->n_allocs; i++)
         free(g->allocs[i]);
     free(g->allocs);
@@ -741,7 +744,7 @@ bool tl_gguf_str_eq(tl_gguf_str s, const char *cstr) { return cstr && str_eq_byt
 static bool arr_elem(const tl_gguf_value *arr, uint64_t i, tl_gguf_value *out) {
     if (!arr || arr->type != TL_GGUF_ARRAY || i >= arr->v.arr.n || !arr->v.arr.raw)
         return false;
-    size_t sz = scalar_size(arr->v.arr.elem);
+    size_t sz = tl_gguf_scalar_size(arr->v.arr.elem);
     if (!sz)
         return false;
     out->type = arr->v.arr.elem;

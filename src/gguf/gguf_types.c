@@ -78,21 +78,22 @@ size_t tl_type_row_bytes(tl_ggml_type t, int64_t n) {
     return (size_t)blocks * ti->block_bytes;
 }
 
+/* The metadata value types: name and bytes of one scalar (0: string, array). */
+static const struct {
+    const char *name;
+    size_t size;
+} vtype_table[] = {
+    [TL_GGUF_U8] = {"u8", 1},       [TL_GGUF_I8] = {"i8", 1},     [TL_GGUF_U16] = {"u16", 2},
+    [TL_GGUF_I16] = {"i16", 2},     [TL_GGUF_U32] = {"u32", 4},   [TL_GGUF_I32] = {"i32", 4},
+    [TL_GGUF_F32] = {"f32", 4},     [TL_GGUF_BOOL] = {"bool", 1}, [TL_GGUF_STRING] = {"string", 0},
+    [TL_GGUF_ARRAY] = {"array", 0}, [TL_GGUF_U64] = {"u64", 8},   [TL_GGUF_I64] = {"i64", 8},
+    [TL_GGUF_F64] = {"f64", 8},
+};
+
 const char *tl_gguf_vtype_name(tl_gguf_vtype t) {
-    switch (t) {
-    case TL_GGUF_U8: return "u8";
-    case TL_GGUF_I8: return "i8";
-    case TL_GGUF_U16: return "u16";
-    case TL_GGUF_I16: return "i16";
-    case TL_GGUF_U32: return "u32";
-    case TL_GGUF_I32: return "i32";
-    case TL_GGUF_F32: return "f32";
-    case TL_GGUF_BOOL: return "bool";
-    case TL_GGUF_STRING: return "string";
-    case TL_GGUF_ARRAY: return "array";
-    case TL_GGUF_U64: return "u64";
-    case TL_GGUF_I64: return "i64";
-    case TL_GGUF_F64: return "f64";
-    }
-    return "unknown";
+    return (unsigned)t < sizeof vtype_table / sizeof vtype_table[0] ? vtype_table[t].name : "unknown";
+}
+
+size_t tl_gguf_scalar_size(tl_gguf_vtype t) {
+    return (unsigned)t < sizeof vtype_table / sizeof vtype_table[0] ? vtype_table[t].size : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/gguf_writer.h"
+#include "util/fileio.h"
 #include "util/error.h"
 #include "util/strbuf.h"
 
@@ -64,15 +65,6 @@ static bool put_u64(tl_strbuf *sb, uint64_t v) {
 }
 static bool put_str(tl_strbuf *sb, const char *p, uint64_t n) { return put_u64(sb, n) && tl_strbuf_append(sb, p, n); }
 
-static size_t scalar_bytes(tl_gguf_vtype t) {
-    switch (t) {
-    case TL_GGUF_U8: case TL_GGUF_I8: case TL_GGUF_BOOL: return 1;
-    case TL_GGUF_U16: case TL_GGUF_I16: return 2;
-    case TL_GGUF_U32: case TL_GGUF_I32: case TL_GGUF_F32: return 4;
-    case TL_GGUF_U64: case TL_GGUF_I64: case TL_GGUF_F64: return 8;
-    default: return 0;
-    }
-}
 
 /* The value's bytes without its type tag (arrays: elem type, count, elements). */
 static bool put_value_body(tl_strbuf *sb, const tl_gguf_value *v, int depth) {
@@ -91,7 +83,7 @@ static bool put_value_body(tl_strbuf *sb, const tl_gguf_value *v, int depth) {
                 if (!put_value_body(sb, &v->v.arr.items[i], depth + 1)) return false;
             return true;
         }
-        size_t es = scalar_bytes(v->v.arr.elem);
+        size_t es = tl_gguf_scalar_size(v->v.arr.elem);
         if (es == 0) return false;
         return tl_strbuf_append(sb, v->v.arr.raw, es * v->v.arr.n); /* already packed little-endian */
     }
@@ -107,7 +99,7 @@ static bool put_value_body(tl_strbuf *sb, const tl_gguf_value *v, int depth) {
         return put_u64(sb, u);
     }
     default: {
-        size_t n = scalar_bytes(v->type);
+        size_t n = tl_gguf_scalar_size(v->type);
         if (n == 0) return false;
         uint64_t bits = (v->type == TL_GGUF_I8 || v->type == TL_GGUF_I16 || v->type == TL_GGUF_I32 ||
                          v->type == TL_GGUF_I64) ? (uint64_t)v->v.i : v->v.u;
@@ -232,11 +224,13 @@ tl_status tl_gguf_writer_write(tl_gguf_writer *w, const char *path, tl_gguf_tens
         tl_strbuf_free(&head);
         return tl_error_set(err, TL_ERR_NOMEM, "gguf writer: out of memory");
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    tl_atomic_file af;
+    s = tl_atomic_open(path, &af, err);
+    if (s) {
         tl_strbuf_free(&head);
-        return tl_error_set(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        return s;
     }
+    FILE *f = af.f;
     s = write_bytes(f, head.buf, head.len, path, err);
     if (!s) s = write_padding(f, head.len, w->alignment, path, err);
     tl_strbuf_free(&head);
@@ -255,7 +249,9 @@ tl_status tl_gguf_writer_write(tl_gguf_writer *w, const char *path, tl_gguf_tens
         if (!s) s = write_padding(f, t->nbytes, w->alignment, path, err);
     }
     free(buf);
-    if (fclose(f) != 0 && !s) s = tl_error_set(err, TL_ERR_IO, "%s: close failed: %s", path, strerror(errno));
-    if (s) remove(path);
+    if (s)
+        tl_atomic_abort(&af); /* the old file at path, if any, is untouched */
+    else
+        s = tl_atomic_commit(&af, err);
     return s;
 }

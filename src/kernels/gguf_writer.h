@@ -31,7 +31,9 @@ typedef tl_status (*tl_gguf_tensor_fill)(void *ctx, uint64_t index, void *dst, s
 tl_status tl_gguf_writer_add_tensor(tl_gguf_writer *w, const char *name, size_t name_len, uint32_t n_dims,
                                     const int64_t ne[4], tl_ggml_type type, tl_error *err);
 
-/* Writes the file; fill(ctx, i, ...) is called once per tensor in order. */
+/* Writes the file atomically (util/fileio.h: a temporary beside path, fsync,
+ * rename), so a failure or a kill midway never leaves a partial file at path;
+ * fill(ctx, i, ...) is called once per tensor in order. */
 tl_status tl_gguf_writer_write(tl_gguf_writer *w, const char *path, tl_gguf_tensor_fill fill, void *ctx, tl_error *err);
 
 #endif

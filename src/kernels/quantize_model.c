@@ -19,6 +19,7 @@
 #include "kernels/quantize_model.h"
 #include "kernels/gguf_writer.h"
 #include "util/error.h"
+#include "util/fileio.h"
 
 typedef struct {
     const char *name;
@@ -153,6 +154,12 @@ tl_status tl_quantize_model(const char *in_path, const char *out_path, const cha
                             tl_quantize_stats *stats, tl_error *err) {
     const target_desc *tgt = find_target(type_name);
     if (!tgt) return tl_error_set(err, TL_ERR_INVALID, "quantize: unknown type '%s' (known: %s)", type_name, tl_quantize_type_names());
+    /* The output is written beside its name and renamed over it at the end,
+     * so overwriting a model in use is safe; writing over the input is
+     * refused all the same: it is almost always a typo. */
+    if (tl_same_file(in_path, out_path))
+        return tl_error_set(err, TL_ERR_INVALID, "quantize: %s and %s are the same file; write to another name",
+                            in_path, out_path);
     tl_gguf *in = NULL;
     tl_status s = tl_gguf_open(in_path, &in, err);
     if (s) return s;

@@ -184,13 +184,8 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     tl_server_slot_release(s);
     if (st == TL_OK) {
         reply_json(r, 200, result);
-    } else if (st == TL_ERR_SCHEMA || st == TL_ERR_INVALID || st == TL_ERR_UNSUPPORTED || st == TL_ERR_FORMAT) {
-        reply_detail_error(r, 422, json_pack("[s,s]", "body", "schema"), "value_error", "%s", err.msg);
-    } else if (st == TL_ERR_LIMIT) {
-        reply_typed_error(r, 413, "tokens_exceeded", "%s", err.msg);
     } else {
-        int code = http_status_for(st);
-        reply_typed_error(r, code, code == 504 ? "timeout_error" : "api_error", "%s", err.msg);
+        reply_status_error(r, st, json_pack("[s,s]", "body", "schema"), err.msg);
     }
     decide_request_free(&dr);
 }

@@ -704,10 +704,10 @@ static void answer_json_schema(oai_ctx *c, const tl_http_request *req, tl_http_r
             reply_openai_error(r, 400, "invalid_request_error", bad ? "response_format.json_schema.schema" : "messages",
                                bad ? "unsupported_schema" : "context_length_exceeded", "%s", err.msg);
         else
-            reply_openai_error(r, http_status_for(st), "server_error", NULL, NULL, "%s", err.msg);
+            reply_openai_error(r, http_status_for(st, HTTP_API_TYPED), "server_error", NULL, NULL, "%s", err.msg);
         return;
     }
-    char *content = json_dumps(json_object_get(result, "values"), JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *content = server_json_dumps(json_object_get(result, "values"), JSON_COMPACT);
     json_t *fields = json_object();
     const char *key;
     json_t *fv;

@@ -627,7 +627,7 @@ fail:
 
 /* OpenAI's error type and code for a status from the model path. */
 static void reply_decide_failure(tl_http_reply *r, tl_status st, const char *msg) {
-    int code = http_status_for(st);
+    int code = http_status_for(st, HTTP_API_TYPED);
     if (st == TL_ERR_LIMIT)
         reply_openai_error(r, 400, "invalid_request_error", "input", "context_length_exceeded", "%s", msg);
     else if (code == 422 || code == 400)

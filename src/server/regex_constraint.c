@@ -23,26 +23,6 @@ struct regex_constraint {
     pcre2_match_context *mctx; /* bounded work per match: a pathological pattern cannot hang a request */
 };
 
-/* 0: text is complete, valid UTF-8; 1: valid but ends inside a character
- * (a token may carry part of one); -1: invalid. */
-static int utf8_state(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (len == 0 || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4))
-            return -1;
-        for (size_t k = 1; k < len; k++) {
-            if (i + k == n)
-                return 1;
-            if ((s[i + k] & 0xC0) != 0x80)
-                return -1;
-        }
-        i += len;
-    }
-    return 0;
-}
-
 regex_constraint *regex_constraint_new(const char *pattern, tl_error *err) {
     /* Anchor both ends: the whole output must match, as in SGLang. */
     tl_strbuf wrapped = TL_STRBUF_INIT;
@@ -97,7 +77,7 @@ void regex_constraint_free(regex_constraint *rc) {
 bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_t n) {
     if (n == 0) /* PCRE2 reports no partial match on an empty subject */
         return true;
-    int state = utf8_state((const unsigned char *)text, n);
+    int state = tl_utf8_check(text, n, NULL);
     if (state < 0)
         return false;
     if (state == 1) {

@@ -13,11 +13,20 @@
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
+char *server_json_dumps(const json_t *j, size_t flags) {
+    char *text = json_dumps(j, (flags & ~(size_t)JSON_REAL_PRECISION(31)) | JSON_REAL_PRECISION(17));
+    if (!text)
+        return NULL;
+    char *s = tl_json_shorten_reals(text);
+    free(text);
+    return s;
+}
+
 void reply_json(tl_http_reply *r, int status, json_t *j) {
     r->status = status;
     r->content_type = "application/json";
     tl_strbuf_clear(&r->body);
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    char *text = j ? server_json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         tl_strbuf_puts(&r->body, text);
         free(text);
@@ -87,18 +96,44 @@ json_t *openai_error_body(const char *type, const char *param, const char *code,
                      code ? json_string(code) : json_null());
 }
 
-int http_status_for(tl_status st) {
-    switch (st) {
-    case TL_OK: return 200;
-    case TL_ERR_INVALID:
-    case TL_ERR_SCHEMA:
-    case TL_ERR_UNSUPPORTED: return 422;
-    case TL_ERR_FORMAT: return 400;
-    case TL_ERR_LIMIT: return 413;
-    case TL_ERR_TIMEOUT: return 504;
-    case TL_ERR_CANCELLED: return 499;
-    case TL_ERR_NOMEM: return 503;
-    default: return 500;
+/* The one map from a library status to HTTP. The typed APIs (/v1/decide,
+ * /v1/systemone) answer every bad-input status with a FastAPI-style 422;
+ * the SGLang API answers bad sampling parameters and over-long inputs with
+ * 400, as SGLang does. Statuses not listed are server faults: 500. */
+static const struct {
+    tl_status st;
+    int typed, sglang;
+    const char *error_type; /* typed APIs' detail.error_type (422s carry a detail list instead) */
+} http_map[] = {
+    {TL_OK, 200, 200, NULL},
+    {TL_ERR_INVALID, 422, 400, "value_error"},
+    {TL_ERR_SCHEMA, 422, 422, "value_error"},
+    {TL_ERR_UNSUPPORTED, 422, 422, "value_error"},
+    {TL_ERR_FORMAT, 422, 400, "value_error"},
+    {TL_ERR_LIMIT, 413, 400, "tokens_exceeded"},
+    {TL_ERR_TIMEOUT, 504, 504, "timeout_error"},
+    {TL_ERR_CANCELLED, 499, 499, "api_error"},
+    {TL_ERR_NOMEM, 503, 503, "api_error"},
+};
+
+int http_status_for(tl_status st, http_api api) {
+    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
+        if (http_map[i].st == st)
+            return api == HTTP_API_SGLANG ? http_map[i].sglang : http_map[i].typed;
+    return 500;
+}
+
+void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg) {
+    const char *type = "api_error";
+    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
+        if (http_map[i].st == st && http_map[i].error_type)
+            type = http_map[i].error_type;
+    int code = http_status_for(st, HTTP_API_TYPED);
+    if (code == 422)
+        reply_detail_error(r, 422, loc, type, "%s", msg);
+    else {
+        json_decref(loc);
+        reply_typed_error(r, code, type, "%s", msg);
     }
 }
 

@@ -58,7 +58,7 @@ struct tl_server {
     int in_flight;              /* requests holding a model slot */
     int streams;                /* streaming generations still running on their own threads */
     pthread_cond_t streams_cv;  /* signalled when streams drops */
-    uint64_t next_rid;
+    uint64_t next_rid;          /* OpenAI response ids */
     double started_s;
     time_t started_wall;        /* /v1/models "created" */
     int od_max_questions;       /* /v1/decisions questions per request */
@@ -71,6 +71,7 @@ struct tl_server {
 /* Takes / releases a model slot; false when max_queue are already in flight (-> 429). */
 bool tl_server_slot_acquire(tl_server *s);
 void tl_server_slot_release(tl_server *s);
+/* A fresh request number (OpenAI ids: chatcmpl-...). */
 uint64_t tl_server_next_rid(tl_server *s);
 /* Counts streaming generations so shutdown can wait for them. */
 void tl_server_stream_begin(tl_server *s);
@@ -79,6 +80,9 @@ void tl_server_stream_done(tl_server *s);
 /* ---- replies (reply.c) --------------------------------------------------- */
 
 /* Serializes j (stolen) as the body with status. */
+/* json_dumps with every real in its shortest exact form (tl_json_shorten_reals):
+ * what every reply and stream event prints. Caller frees. */
+char *server_json_dumps(const json_t *j, size_t flags);
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */
 void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -96,10 +100,16 @@ json_t *openai_error_body(const char *type, const char *param, const char *code,
 typedef struct parse_failure parse_failure;
 void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/* Maps an internal status from the model path to an HTTP status: bad input
- * (INVALID/SCHEMA/FORMAT) 422 or 400, LIMIT 413, TIMEOUT 504, CANCELLED 499,
- * everything else 500. */
-int http_status_for(tl_status st);
+/* The one map from a status of the model path to HTTP (reply.c's table):
+ * the typed APIs answer bad input 422, LIMIT 413; the SGLang API answers bad
+ * parameters and over-long input 400, as SGLang does; TIMEOUT 504,
+ * CANCELLED 499, NOMEM 503, anything else 500. */
+typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG } http_api;
+int http_status_for(tl_status st, http_api api);
+/* A failed typed-API request (/v1/decide, /v1/systemone): a 422 detail list
+ * at loc (taken) for bad input, else {"detail":{"error_type","message"}}
+ * with the table's status and type. */
+void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg);
 
 /* ---- parsers (socket-free; each fuzzed) ---------------------------------- */
 

@@ -25,29 +25,12 @@
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-static size_t utf8_seq_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    unsigned min, cp;
-    if (c < 0x80) return 1;
-    if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; cp = c & 0x07; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
-
 json_t *json_string_lossy(const char *s, size_t n) {
     tl_strbuf b = TL_STRBUF_INIT;
     tl_strbuf_reserve(&b, n);
     for (size_t i = 0; i < n;) {
-        size_t l = utf8_seq_len((const unsigned char *)s + i, n - i);
+        int d = tl_utf8_decode(s + i, n - i, NULL, TL_UTF8_STRICT);
+        size_t l = d > 0 ? (size_t)d : 0;
         if (l == 0 || (l == 1 && s[i] == 0)) {
             if (l == 0)
                 tl_strbuf_puts(&b, "\xEF\xBF\xBD");
@@ -423,16 +406,6 @@ done:
 
 /* ---- generation ---------------------------------------------------------------- */
 
-typedef struct rng64 {
-    uint64_t s;
-} rng64;
-static uint64_t rng_next(rng64 *r) { /* splitmix64 */
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rng_uniform(rng64 *r) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* Per-item generation state. */
 typedef struct gen_state {
@@ -442,7 +415,7 @@ typedef struct gen_state {
     size_t n_out;            /* generated ids */
     tl_strbuf out_bytes;     /* raw bytes of generated tokens (for regex) */
     regex_constraint *re;
-    rng64 rng;
+    uint64_t rng; /* tl_rng_* stream (typellm/util.h) */
     bool done;
     json_t *finish_reason;
     int64_t cached_tokens;
@@ -527,31 +500,10 @@ static bool regex_allows(const tl_server *s, gen_state *g, int32_t id, tl_strbuf
     return regex_constraint_viable(g->re, scratch->buf, scratch->len);
 }
 
-static int cmp_desc(const void *a, const void *b, void *ctx) {
-    const double *w = ctx;
-    double x = w[*(const int32_t *)a], y = w[*(const int32_t *)b];
-    return x < y ? 1 : (x > y ? -1 : 0);
-}
-
-/* Probability bands (relative to the most likely token) walked from the top,
- * so only the head of a 150k-token distribution is ever sorted. */
-static const double bands[] = {1e-2, 1e-5, 1e-10, 0.0};
-
-/* Appends the ids whose weight lies in [lo, hi) to out, sorted by weight
- * (descending); returns how many. */
-static size_t collect_band(const double *w, int32_t nv, double lo, double hi, int32_t *out) {
-    size_t m = 0;
-    for (int32_t i = 0; i < nv; i++)
-        if (w[i] >= lo && w[i] < hi && (lo > 0 || w[i] > 0))
-            out[m++] = i;
-    qsort_r(out, m, sizeof *out, cmp_desc, (void *)w);
-    return m;
-}
-
 /* Chooses the next token from lp (log_softmax at the item's temperature):
- * greedy, or top_k -> top_p -> min_p filtered sampling, always within the
- * regex's allowed tokens. w and order are n_vocab scratch arrays. Returns -1
- * when a regex leaves nothing allowed. */
+ * greedy, or top_k -> top_p -> min_p filtered sampling (tl_sample_weights),
+ * always within the regex's allowed tokens. w and order are n_vocab scratch
+ * arrays. Returns -1 when a regex leaves nothing allowed. */
 static int32_t choose_token(const tl_server *s, gen_state *g, const double *lp, int32_t *order, double *w,
                             tl_strbuf *scratch) {
     const gen_params *sp = &g->item->sp;
@@ -566,80 +518,21 @@ static int32_t choose_token(const tl_server *s, gen_state *g, const double *lp, 
     for (int32_t i = 0; i < nv; i++)
         w[i] = exp(lp[i] - lp[best]); /* p_i / p_max, in [0, 1] */
     if (greedy) {
-        /* Walk the bands best-first until a token the regex allows. */
-        double hi = INFINITY;
-        for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
-            size_t m = collect_band(w, nv, bands[b], hi, order);
+        /* Walk the weight bands best-first until a token the regex allows. */
+        for (int b = 0; b < TL_SAMPLE_N_BANDS; b++) {
+            size_t m = tl_sample_band(w, nv, b, order);
             for (size_t i = 0; i < m; i++)
                 if (regex_allows(s, g, order[i], scratch))
                     return order[i];
-            hi = bands[b];
         }
         return -1;
     }
-    double total = 0;
-    for (int32_t i = 0; i < nv; i++) {
-        if (g->re && w[i] > 0 && !regex_allows(s, g, i, scratch))
-            w[i] = 0;
-        total += w[i];
-    }
-    if (!(total > 0))
-        return -1;
-    size_t m = 0;
-    bool need_sorted = sp->top_k > 0 || sp->top_p < 1;
-    if (need_sorted) {
-        /* Sorted head: enough tokens for top_k and enough mass for top_p. */
-        double hi = INFINITY, mass = 0;
-        for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
-            size_t add = collect_band(w, nv, bands[b], hi, order + m);
-            for (size_t i = 0; i < add; i++)
-                mass += w[order[m + i]];
-            m += add;
-            hi = bands[b];
-            bool k_ok = sp->top_k <= 0 || m >= (size_t)sp->top_k;
-            bool p_ok = sp->top_p >= 1 || mass >= sp->top_p * total * (1 - 1e-12);
-            if (k_ok && p_ok)
-                break;
-        }
-        if (sp->top_k > 0 && m > (size_t)sp->top_k)
-            m = (size_t)sp->top_k;
-        if (sp->top_p < 1) {
-            double kept_total = 0, run = 0;
-            for (size_t i = 0; i < m; i++)
-                kept_total += w[order[i]];
-            for (size_t i = 0; i < m; i++) {
-                run += w[order[i]];
-                if (run >= sp->top_p * kept_total) {
-                    m = i + 1;
-                    break;
-                }
-            }
-        }
-    } else {
+    if (g->re)
         for (int32_t i = 0; i < nv; i++)
-            if (w[i] > 0)
-                order[m++] = i;
-    }
-    /* min_p: drop tokens below min_p times the most likely (always keep one). */
-    double sum = 0, wmax = 0;
-    for (size_t i = 0; i < m; i++)
-        wmax = w[order[i]] > wmax ? w[order[i]] : wmax;
-    size_t kept = 0;
-    for (size_t i = 0; i < m; i++)
-        if (w[order[i]] >= sp->min_p * wmax)
-            order[kept++] = order[i];
-    m = kept;
-    if (m == 0)
-        return -1;
-    for (size_t i = 0; i < m; i++)
-        sum += w[order[i]];
-    double u = rng_uniform(&g->rng) * sum;
-    for (size_t i = 0; i < m; i++) {
-        u -= w[order[i]];
-        if (u <= 0)
-            return order[i];
-    }
-    return order[m - 1];
+            if (w[i] > 0 && !regex_allows(s, g, i, scratch))
+                w[i] = 0;
+    tl_sample_filter f = {.top_k = sp->top_k, .top_p = sp->top_p, .min_p = sp->min_p};
+    return tl_sample_weights(w, nv, &f, tl_rng_uniform(&g->rng), order);
 }
 
 static void detok_output(const tl_server *s, const gen_state *g, bool skip_special, tl_strbuf *out) {
@@ -838,7 +731,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
         gen_state *g = &gs[i];
         gen_item *it = &rq->items[i];
         g->item = it;
-        g->rng.s = it->sp.has_seed ? it->sp.seed : base_seed + i * 7919;
+        g->rng = it->sp.has_seed ? it->sp.seed : base_seed + i * 7919;
         g->in_lp = json_array();
         g->in_top = json_array();
         g->in_ids_lp = json_array();
@@ -1053,13 +946,9 @@ done:
 int generate_error_status(tl_status st, int hs) {
     if (hs == 413)
         return 413;
-    if (st == TL_ERR_TIMEOUT)
-        return 504;
-    if (st == TL_ERR_CANCELLED)
-        return 499;
-    if (hs == 400 || st == TL_ERR_INVALID || st == TL_ERR_LIMIT)
+    if (hs == 400 && st != TL_ERR_TIMEOUT && st != TL_ERR_CANCELLED)
         return 400;
-    return http_status_for(st);
+    return http_status_for(st, HTTP_API_SGLANG);
 }
 
 /* SGLang's events: each item's reply object as a data: line. */

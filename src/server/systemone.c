@@ -457,13 +457,7 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     tl_server_slot_release(s);
     json_decref(schema);
     if (st != TL_OK) {
-        int code = http_status_for(st);
-        if (st == TL_ERR_LIMIT)
-            reply_typed_error(r, 413, "tokens_exceeded", "%s", err.msg);
-        else if (code == 422 || code == 400)
-            reply_detail_error(r, 422, json_pack("[s,s]", "body", "questions"), "value_error", "%s", err.msg);
-        else
-            reply_typed_error(r, code, code == 504 ? "timeout_error" : "api_error", "%s", err.msg);
+        reply_status_error(r, st, json_pack("[s,s]", "body", "questions"), err.msg);
         so_request_free(&sr);
         return;
     }

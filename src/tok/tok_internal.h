@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "tok/vocab.h"
+#include "util/utf8.h" /* tl_utf8_decode / tl_utf8_encode */
 
 /* ---- strtab: interned byte strings --------------------------------------- */
 
@@ -63,8 +64,6 @@ static inline size_t tl_utf8_len(unsigned char c) {
  * U+10FFFF also become U+FFFD (llama.cpp would throw). *out has room for len
  * entries. Returns the count. */
 size_t tl_utf8_decode_all(const char *text, size_t len, uint32_t *out);
-/* Writes cpt as UTF-8 (1..4 bytes); surrogates are encoded like any value. */
-size_t tl_utf8_encode(uint32_t cpt, char *out);
 
 /* GPT-2 byte alphabet: every byte has a printable stand-in codepoint (< U+0144). */
 uint32_t tl_gpt2_byte_to_cpt(unsigned char b);

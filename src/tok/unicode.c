@@ -7,70 +7,19 @@
 #include "tok/tok_internal.h"
 
 size_t tl_utf8_decode_all(const char *text, size_t len, uint32_t *out) {
-    const unsigned char *s = (const unsigned char *)text;
     size_t i = 0, n = 0;
     while (i < len) {
-        unsigned c = s[i];
-        size_t need;
         uint32_t cpt;
-        if (c < 0x80) {
-            out[n++] = c;
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            need = 2;
-            cpt = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            need = 3;
-            cpt = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            need = 4;
-            cpt = c & 0x07;
-        } else {
-            out[n++] = 0xFFFD; /* stray continuation byte or 0xF8..0xFF */
-            i++;
-            continue;
-        }
-        bool ok = i + need <= len;
-        for (size_t k = 1; ok && k < need; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                ok = false;
-            else
-                cpt = (cpt << 6) | (s[i + k] & 0x3F);
-        }
-        if (!ok || cpt > 0x10FFFF) {
+        int l = tl_utf8_decode(text + i, len - i, &cpt, TL_UTF8_LENIENT);
+        if (l <= 0) { /* stray continuation, 0xF8..0xFF, cut off or above U+10FFFF */
             out[n++] = 0xFFFD;
             i++;
             continue;
         }
         out[n++] = cpt;
-        i += need;
+        i += (size_t)l;
     }
     return n;
-}
-
-size_t tl_utf8_encode(uint32_t cpt, char *out) {
-    unsigned char *o = (unsigned char *)out;
-    if (cpt < 0x80) {
-        o[0] = (unsigned char)cpt;
-        return 1;
-    }
-    if (cpt < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (cpt >> 6));
-        o[1] = (unsigned char)(0x80 | (cpt & 0x3F));
-        return 2;
-    }
-    if (cpt < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (cpt >> 12));
-        o[1] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cpt & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | ((cpt >> 18) & 0x07));
-    o[1] = (unsigned char)(0x80 | ((cpt >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cpt & 0x3F));
-    return 4;
 }
 
 /* White_Space, the set Python's `regex` \s matches (and llama.cpp copied). */

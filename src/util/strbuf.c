@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 bool tl_strbuf_reserve(tl_strbuf *sb, size_t extra) {
     if (extra > SIZE_MAX - sb->len - 1)
         return false;
@@ -59,24 +61,6 @@ bool tl_strbuf_printf(tl_strbuf *sb, const char *fmt, ...) {
     return ok;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_valid_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned min;
-    if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; c &= 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; c &= 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; c &= 0x07; }
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    return len;
-}
 
 bool tl_strbuf_json_string(tl_strbuf *sb, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
@@ -94,13 +78,13 @@ bool tl_strbuf_json_string(tl_strbuf *sb, const char *s, size_t n) {
         else if (c < 0x20 || c == 0x7F) ok = tl_strbuf_printf(sb, "\\u%04x", c);
         else if (c < 0x80) ok = tl_strbuf_putc(sb, (char)c);
         else {
-            size_t l = utf8_valid_len(p + i, n - i);
-            if (l == 0) {
+            int l = tl_utf8_decode(p + i, n - i, NULL, TL_UTF8_STRICT);
+            if (l <= 0) {
                 ok = tl_strbuf_append(sb, "\xEF\xBF\xBD", 3);
                 i++;
             } else {
-                ok = tl_strbuf_append(sb, p + i, l);
-                i += l;
+                ok = tl_strbuf_append(sb, p + i, (size_t)l);
+                i += (size_t)l;
             }
             if (!ok) return false;
             continue;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_numeric_args.sh: a numeric option that is not a number is a usage
-# error (exit 2) naming the option, never a silent 0 (src/cli/args.c).
+# error (exit 2) naming the option, never a silent 0 (src/cli/opt.c).
 set -u
 M="$TL_FIXTURES/models/stories260k-f32.gguf"
 fail=0

@@ -47,7 +47,7 @@ expect_err() { # expected-substring args...
 }
 expect_err "--schema is required" --model "$M" --context-text x
 expect_err "unknown option '--bogus'" --bogus
-expect_err "bad value for --temperature" --model "$M" --schema "$EX/receipt/schema.json" --temperature warm
+expect_err "--temperature: 'warm' is not a number" --model "$M" --schema "$EX/receipt/schema.json" --temperature warm
 expect_err "unknown mode 'parallel'" --model "$M" --schema "$EX/receipt/schema.json" --context-text x --mode parallel
 printf '{"properties": {\n  "a": }' > "$T/bad.json"
 expect_err "bad.json:2:" --model "$M" --schema "$T/bad.json" --context-text x

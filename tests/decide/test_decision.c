@@ -13,6 +13,7 @@
 #include "decide/decide.h" /* tl_decide_json: the document to compare with */
 #include "tl_test.h"
 #include "typellm/typellm.h"
+#include "util/json_text.h"
 
 static const char *CONTEXT = "Ticket #4411: checkout returns HTTP 500 since the payments-api deploy.";
 
@@ -133,7 +134,7 @@ static void test_decision(tl_model *m) {
         CHECK(!strcmp(tl_decision_field_name(d, i), i == 1 ? "visible" : KEYS[i]));
         CHECK(!tl_decision_field_abstained(d, i) && !tl_decision_field_given(d, i));
         char *vtext = tl_value_to_json(tl_decision_field_value(d, i));
-        char *want = json_dumps(json_object_get(fj, "value"), JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+        char *want = tl_json_dumps(json_object_get(fj, "value"), JSON_ENCODE_ANY | JSON_COMPACT);
         CHECKF(!strcmp(vtext, want), "%s: %s vs %s", KEYS[i], vtext, want);
         tl_free(vtext);
         free(want);

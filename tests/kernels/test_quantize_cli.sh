@@ -38,4 +38,46 @@ head -c 1000 "$in" > "$tmp/truncated.gguf"
 check '[ $rc -eq 1 ]'
 check 'grep -q "offset" "$tmp/err"'
 check '[ ! -e "$tmp/x.gguf" ]'
+
+# IN = OUT, directly or through a symbolic link: refused, the input untouched
+# (it used to be truncated to its header and the process died with SIGBUS).
+cp "$in" "$tmp/a.gguf"
+ln -s a.gguf "$tmp/link.gguf"
+for out in "$tmp/a.gguf" "$tmp/link.gguf" "$tmp/./a.gguf"; do
+  "$TL_BIN" quantize "$tmp/a.gguf" "$out" Q8_0 2>"$tmp/err"; rc=$?
+  check '[ $rc -eq 2 ]'
+  check 'grep -q "are the same file" "$tmp/err"'
+  check 'cmp -s "$in" "$tmp/a.gguf"'
+done
+
+# OUT a link to another file: that file is replaced, the link kept.
+cp "$tmp/q8.gguf" "$tmp/target.gguf"
+ln -s target.gguf "$tmp/out-link.gguf"
+"$TL_BIN" quantize "$in" "$tmp/out-link.gguf" Q4_0 2>/dev/null; rc=$?
+check '[ $rc -eq 0 ]'
+check '[ -L "$tmp/out-link.gguf" ]'
+check '! cmp -s "$tmp/q8.gguf" "$tmp/target.gguf"'
+check '"$TL_BIN" inspect "$tmp/target.gguf" | grep -q Q4_0'
+
+# SIGKILL while OUT is being written: the good model that was at OUT survives
+# byte for byte (it used to become a partial, invalid file). Kill as soon as
+# the write has visibly started: a temporary file beside OUT, or OUT changed.
+cp "$tmp/q8.gguf" "$tmp/good.gguf"
+cp "$tmp/q8.gguf" "$tmp/keep.gguf"
+"$TL_BIN" quantize "$TL_FIXTURES/models/llama3-d64-bf16.gguf" "$tmp/good.gguf" Q4_K --threads 1 2>/dev/null &
+pid=$!
+started=0
+for _ in $(seq 1 2000); do
+  if ls "$tmp"/.good.gguf.* >/dev/null 2>&1 || ! cmp -s "$tmp/good.gguf" "$tmp/keep.gguf"; then started=1; break; fi
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.005
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null; rc=$?
+if [ $rc -eq 137 ]; then
+  check '[ $started -eq 1 ]'
+  check 'cmp -s "$tmp/good.gguf" "$tmp/keep.gguf"'
+else # it finished before the kill: then OUT is the whole new model
+  check '"$TL_BIN" inspect "$tmp/good.gguf" | grep -q Q4_K'
+fi
 exit $fail
