@@ -490,7 +490,8 @@ static tl_val to_list(tl_render_state *st, uint32_t pos, tl_val v) {
     if (v.t == V_LIST && !v.flags)
         return v;
     tl_list *c = tl_list_new(st, l->n);
-    memcpy(c->v, l->v, l->n * sizeof *c->v);
+    if ((l->n * sizeof *c->v) != 0)
+        memcpy(c->v, l->v, l->n * sizeof *c->v);
     c->n = l->n;
     return tl_val_list(c);
 }
@@ -762,7 +763,8 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
             return tl_str_eq(name, "min") ? vals[0] : vals[n - 1];
         }
         tl_list *r = tl_list_new(st, n);
-        memcpy(r->v, vals, n * sizeof *vals);
+        if ((n * sizeof *vals) != 0)
+            memcpy(r->v, vals, n * sizeof *vals);
         r->n = n;
         return tl_val_list(r);
     }
@@ -782,7 +784,8 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
         sort_ctx c = {st, pos, cs};
         sort_vals(&c, keys, vals, n, reverse);
         tl_list *r = tl_list_new(st, n);
-        memcpy(r->v, vals, n * sizeof *vals);
+        if ((n * sizeof *vals) != 0)
+            memcpy(r->v, vals, n * sizeof *vals);
         r->n = n;
         return tl_val_list(r);
     }
@@ -1124,8 +1127,10 @@ tl_val tl_tpl_method(tl_render_state *st, uint32_t pos, tl_val self, tl_str name
         }
         if (tl_str_eq(name, "copy")) {
             tl_dict *c = tl_dict_new(st, d->n);
-            memcpy(c->k, d->k, d->n * sizeof *c->k);
-            memcpy(c->v, d->v, d->n * sizeof *c->v);
+            if ((d->n * sizeof *c->k) != 0)
+                memcpy(c->k, d->k, d->n * sizeof *c->k);
+            if ((d->n * sizeof *c->v) != 0)
+                memcpy(c->v, d->v, d->n * sizeof *c->v);
             c->n = d->n;
             return tl_val_dict(c);
         }

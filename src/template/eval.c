@@ -116,8 +116,10 @@ static void scope_set(tl_render_state *st, tl_scope *s, tl_str name, tl_val v) {
         tl_str *nn = tl_tpl_alloc(st, cap * sizeof *nn);
         tl_val *nv = tl_tpl_alloc(st, cap * sizeof *nv);
         if (s->n) {
-            memcpy(nn, s->names, s->n * sizeof *nn);
-            memcpy(nv, s->vals, s->n * sizeof *nv);
+            if ((s->n * sizeof *nn) != 0)
+                memcpy(nn, s->names, s->n * sizeof *nn);
+            if ((s->n * sizeof *nv) != 0)
+                memcpy(nv, s->vals, s->n * sizeof *nv);
         }
         s->names = nn;
         s->vals = nv;
@@ -364,8 +366,10 @@ static tl_val concat_str(tl_render_state *st, tl_val a, tl_val b) {
     if ((size_t)a.n + b.n > st->max_output)
         tl_tpl_fail(st, 0, TL_ERR_LIMIT, "template: string longer than %zu bytes", st->max_output);
     char *p = tl_tpl_alloc(st, (size_t)a.n + b.n + 1);
-    memcpy(p, a.u.s, a.n);
-    memcpy(p + a.n, b.u.s, b.n);
+    if (a.n)
+        memcpy(p, a.u.s, a.n);
+    if (b.n)
+        memcpy(p + a.n, b.u.s, b.n);
     tl_val r = {.t = V_STR, .n = a.n + b.n};
     r.u.s = p;
     return r;
@@ -469,7 +473,8 @@ static tl_val binop(tl_render_state *st, uint32_t pos, int op, tl_val a, tl_val 
         tl_tpl_step(st, pos);
         char *p = tl_tpl_alloc(st, total + 1);
         for (int64_t i = 0; i < k; i++)
-            memcpy(p + (size_t)i * s.n, s.u.s, s.n);
+            if (s.n)
+                memcpy(p + (size_t)i * s.n, s.u.s, s.n);
         tl_val r = {.t = V_STR, .n = (uint32_t)total};
         r.u.s = p;
         return r;

@@ -62,7 +62,8 @@ static void nvec_push(parser *P, nvec *a, tl_node *x) {
         size_t cap = a->cap ? a->cap * 2 : 4;
         tl_node **v = palloc(P, cap * sizeof *v);
         if (a->n)
-            memcpy(v, a->v, a->n * sizeof *v);
+            if ((a->n * sizeof *v) != 0)
+                memcpy(v, a->v, a->n * sizeof *v);
         a->v = v;
         a->cap = cap;
     }
@@ -79,7 +80,8 @@ static void svec_push(parser *P, svec *a, tl_str x) {
         size_t cap = a->cap ? a->cap * 2 : 4;
         tl_str *v = palloc(P, cap * sizeof *v);
         if (a->n)
-            memcpy(v, a->v, a->n * sizeof *v);
+            if ((a->n * sizeof *v) != 0)
+                memcpy(v, a->v, a->n * sizeof *v);
         a->v = v;
         a->cap = cap;
     }

@@ -23,7 +23,8 @@ tl_val tl_val_str(tl_render_state *st, const char *s, size_t n) {
         tl_tpl_fail(st, 0, TL_ERR_LIMIT, "template: string longer than 4 GiB");
     char *p = tl_tpl_alloc(st, n + 1);
     if (n)
-        memcpy(p, s, n);
+        if (n)
+            memcpy(p, s, n);
     tl_val v = {.t = V_STR, .n = (uint32_t)n};
     v.u.s = p;
     return v;
@@ -73,7 +74,8 @@ void tl_list_push(tl_render_state *st, tl_list *l, tl_val v) {
         size_t cap = l->cap ? l->cap * 2 : 4;
         tl_val *nv = tl_tpl_alloc(st, cap * sizeof *nv);
         if (l->n)
-            memcpy(nv, l->v, l->n * sizeof *nv);
+            if ((l->n * sizeof *nv) != 0)
+                memcpy(nv, l->v, l->n * sizeof *nv);
         l->v = nv;
         l->cap = cap;
     }
@@ -116,8 +118,10 @@ void tl_dict_set(tl_render_state *st, tl_dict *d, tl_val k, tl_val v) {
         size_t cap = d->cap ? d->cap * 2 : 4;
         tl_val *nk = tl_tpl_alloc(st, cap * sizeof *nk), *nv = tl_tpl_alloc(st, cap * sizeof *nv);
         if (d->n) {
-            memcpy(nk, d->k, d->n * sizeof *nk);
-            memcpy(nv, d->v, d->n * sizeof *nv);
+            if ((d->n * sizeof *nk) != 0)
+                memcpy(nk, d->k, d->n * sizeof *nk);
+            if ((d->n * sizeof *nv) != 0)
+                memcpy(nv, d->v, d->n * sizeof *nv);
         }
         d->k = nk;
         d->v = nv;
