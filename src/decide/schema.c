@@ -507,9 +507,13 @@ static tl_status view_add(walk *w, prop_view *v, const json_t *obj, const char *
     return st;
 }
 
+/* On failure the view is freed here (callers return at once). */
 static tl_status view_build(walk *w, const json_t *obj, const char *path, prop_view *v) {
     v->n = 0;
-    return view_add(w, v, obj, path, 0);
+    tl_status st = view_add(w, v, obj, path, 0);
+    if (st)
+        view_free(v);
+    return st;
 }
 
 /* Checks every layer's keywords. */
