@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "decide/chat_template.h"
@@ -83,9 +84,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 tl_dplan_free(&p);
             }
         }
-        char labels[TL_LABEL_MAX_USABLE][4];
-        for (size_t i = 0; i < TL_LABEL_MAX_USABLE; i++)
-            tl_label_pool_text(i, labels[i]);
+        /* every choice has a label text (two-token fields have up to TL_DFIELD_MAX_VALUES + 1) */
+        static tl_label_text labels[TL_DFIELD_MAX_VALUES + 1];
+        for (size_t i = 0; i <= TL_DFIELD_MAX_VALUES && !labels[TL_DFIELD_MAX_VALUES][0]; i++)
+            snprintf(labels[i], sizeof labels[i], "%zu", i);
         tl_render styles[2] = {{TL_STYLE_CHAT, tl_chat_framing_of(TL_CHAT_LLAMA3)}, {TL_STYLE_RECORD, NULL}};
         tl_strbuf sb = TL_STRBUF_INIT;
         for (int st = 0; st < 2; st++) {

@@ -5,7 +5,9 @@
  *
  * Each categorical field (string/number/integer enum, boolean, score) is one
  * forward pass that reads the log-probabilities of single-token labels only
- * (A, B, C, ...), so a value outside the schema can never be chosen. Numbers
+ * (A, B, C, ...; a field of more than 255 values: two-token labels 0A, 0B,
+ * ..., scored as P(first) * P(second | first) in the same batched step), so
+ * a value outside the schema can never be chosen. Numbers
  * without enum are generated under a number automaton; open string fields
  * ("open"/"x-open") let the model write the value. The schema language is
  * documented in docs/decide.md, the C API in docs/api.md.
@@ -37,7 +39,7 @@ struct tl_decide_opts;
 
 /* Parses json[0..len) (a JSON Schema object; properties order = decision
  * order) and validates it as tl_decide will, except for what needs the
- * tokenizer (labels that cannot be made single tokens: those fail tl_decide).
+ * tokenizer (more values than the tokenizer has labels: those fail tl_decide).
  * Errors: TL_ERR_SCHEMA with "line:column: invalid JSON: ..." for bad JSON or
  * the JSON path (/properties/NAME/...) and why for a bad schema. */
 TL_API tl_status tl_schema_parse(const char *json, size_t len, tl_schema **out, tl_error *err);
@@ -177,7 +179,8 @@ TL_API size_t tl_decision_field_n_choices(const tl_decision *d, size_t i);
 /* Index of the chosen choice, or -1 (abstained, generated). For an OPEN field
  * whose value the model wrote, the open option's index (n_choices - 1). */
 TL_API long tl_decision_field_chosen(const tl_decision *d, size_t i);
-/* A choice's value (JSON null for the open option), label, token id, its
+/* A choice's value (JSON null for the open option), label, token id (a
+ * two-token label's first token; the JSON candidate has both), its
  * probability renormalized over the choices (after temperature), and its
  * full-vocabulary log-probability (NaN when not scored: given fields). */
 TL_API const tl_value *tl_decision_choice_value(const tl_decision *d, size_t i, size_t j);

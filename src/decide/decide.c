@@ -29,7 +29,7 @@ typedef struct field_outcome {
     bool given;       /* supplied by the caller */
     bool abstained;   /* below the threshold: no value */
     size_t chosen;    /* value index (decided or given) */
-    double *logprobs; /* n_values: full-vocabulary log-softmax of each label token */
+    double *logprobs; /* n_values: full-vocabulary log-softmax of each label token (two-token labels: of the pair) */
     double *probs;    /* n_values: renormalized over the candidates (after temperature) */
     json_t *trace;    /* or NULL */
     /* generated numbers */
@@ -47,6 +47,10 @@ typedef struct field_outcome {
     bool constant;      /* const: known without asking */
     bool selected;      /* multi-label value: in the chosen set (after minItems/maxItems) */
     bool undecided;     /* --partial: not reached before the context ran out */
+    /* two-token labels (more choices than single-token labels): logprobs[i]
+     * = first_lp[i] + second_lp[i], log P(first) + log P(second | first) */
+    bool two_token;
+    double *first_lp, *second_lp; /* n choices, two-token fields only */
 } field_outcome;
 
 typedef struct decide_run {
@@ -57,6 +61,7 @@ typedef struct decide_run {
     tl_chat_derived derived; /* the framing read off the template, when one was rendered */
     const char *template_source; /* "model", "given", "builtin" */
     tl_labelset labels;
+    tl_labelpairs pairs;           /* two-token labels, for fields with more choices than labels.n */
     field_outcome *out;
     tl_usage usage;
     tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
@@ -65,6 +70,21 @@ typedef struct decide_run {
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
+
+/* (Re)sizes o's per-choice arrays from `from` to n choices, zeroing the new
+ * entries (the two-token parts too when the field has two-token labels). */
+static tl_status outcome_alloc(field_outcome *o, size_t from, size_t n, tl_error *err) {
+    double **arrays[4] = {&o->logprobs, &o->probs, &o->first_lp, &o->second_lp};
+    for (size_t a = 0; a < (o->two_token ? 4u : 2u); a++) {
+        double *p = realloc(*arrays[a], (n ? n : 1) * sizeof *p);
+        if (!p)
+            return nomem(err);
+        if (n > from)
+            memset(p + from, 0, (n - from) * sizeof *p);
+        *arrays[a] = p;
+    }
+    return TL_OK;
+}
 
 /* Code points of a valid UTF-8 string. */
 static size_t utf8_chars(const char *s) {
@@ -107,13 +127,41 @@ static tl_status decision_choose(const double *logprobs, size_t n, double temper
     return TL_OK;
 }
 
+/* ---- labels ---------------------------------------------------------------- */
+
+/* The label texts of field fi's choices (choice i has text [i]). */
+static const tl_label_text *field_labels(const decide_run *r, size_t fi) {
+    return r->out[fi].two_token ? r->pairs.text : r->labels.text;
+}
+
+/* The token of choice i's label (the first one of a two-token label). */
+static int32_t label_token(const decide_run *r, size_t fi, size_t i) {
+    return r->out[fi].two_token ? r->pairs.first[i] : r->labels.id[i];
+}
+
+/* Appends choice i's label tokens: the one token (with the answer prefix), or
+ * the first piece's token then the second's. */
+static tl_status append_label(decide_run *r, tl_idseq *seq, size_t fi, size_t i, tl_error *err) {
+    const char *prefix = tl_render_label_prefix(&r->render);
+    char text[16];
+    if (!r->out[fi].two_token) {
+        snprintf(text, sizeof text, "%s%s", prefix, r->labels.text[i]);
+        return tl_idseq_append_id(seq, r->labels.id[i], text, err);
+    }
+    const char *label = r->pairs.text[i];
+    int split = r->pairs.split[i];
+    snprintf(text, sizeof text, "%s%.*s", prefix, split, label);
+    tl_status st = tl_idseq_append_id(seq, r->pairs.first[i], text, err);
+    return st ? st : tl_idseq_append_id(seq, r->pairs.second[i], label + split, err);
+}
+
 /* ---- rendering answered fields ------------------------------------------- */
 
 static tl_status append_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
     tl_strbuf q = TL_STRBUF_INIT;
     size_t body = 0;
     tl_status st = TL_OK;
-    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], r->labels.text, &q, &body))
+    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], field_labels(r, fi), &q, &body))
         st = nomem(err);
     if (!st)
         st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
@@ -123,9 +171,7 @@ static tl_status append_question(decide_run *r, tl_idseq *seq, size_t fi, tl_err
 
 /* The chosen label token, then the value written back and the turn closed. */
 static tl_status append_answer(decide_run *r, tl_idseq *seq, size_t fi, size_t vi, tl_error *err) {
-    char label_text[8];
-    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[vi]);
-    tl_status st = tl_idseq_append_id(seq, r->labels.id[vi], label_text, err);
+    tl_status st = append_label(r, seq, fi, vi, err);
     tl_strbuf a = TL_STRBUF_INIT;
     size_t body = 0;
     if (!st && !tl_render_answer_text(&r->render, &r->schema->fields[fi], vi, &a, &body))
@@ -176,11 +222,9 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     field_outcome *o = &r->out[fi];
     tl_idseq seq = {0};
     tl_strbuf lead = TL_STRBUF_INIT;
-    char label_text[8];
-    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[f->n_values]);
     tl_status st = tl_idseq_copy(&seq, branch, err);
     if (!st)
-        st = tl_idseq_append_id(&seq, r->labels.id[f->n_values], label_text, err);
+        st = append_label(r, &seq, fi, f->n_values, err);
     if (!st && !tl_render_open_lead_text(&r->render, &lead))
         st = nomem(err);
     if (!st)
@@ -231,9 +275,7 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
 /* The open label, the lead, the written value, then the record or turn closed. */
 static tl_status append_open_answer(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
     const tl_dfield *f = &r->schema->fields[fi];
-    char label_text[8];
-    snprintf(label_text, sizeof label_text, "%s%s", tl_render_label_prefix(&r->render), r->labels.text[f->n_values]);
-    tl_status st = tl_idseq_append_id(seq, r->labels.id[f->n_values], label_text, err);
+    tl_status st = append_label(r, seq, fi, f->n_values, err);
     tl_strbuf a = TL_STRBUF_INIT;
     size_t body = 0;
     if (!st && !tl_render_open_lead_text(&r->render, &a))
@@ -264,18 +306,13 @@ static tl_status grow_domains(decide_run *r, size_t fi, tl_error *err) {
         if (!added)
             continue;
         size_t need = tl_dfield_n_choices(f);
-        if ((st = tl_labelset_fill(&r->labels, r->b, tl_render_label_tail(&r->render),
-                                   tl_render_label_prefix(&r->render), need, err)))
+        const char *tail = tl_render_label_tail(&r->render), *prefix = tl_render_label_prefix(&r->render);
+        if ((st = o->two_token ? tl_labelpairs_fill(&r->pairs, r->b, tail, prefix, need, err)
+                               : tl_labelset_fill(&r->labels, r->b, tail, prefix, need, err)))
             return st;
-        double *lp = realloc(o->logprobs, need * sizeof *lp);
-        if (lp)
-            o->logprobs = lp;
-        double *pp = realloc(o->probs, need * sizeof *pp);
-        if (pp)
-            o->probs = pp;
-        if (!lp || !pp)
-            return nomem(err);
-        if (need > r->labels.n) {
+        if ((st = outcome_alloc(o, need - 1, need, err)))
+            return st;
+        if (need > (o->two_token ? r->pairs.n : r->labels.n)) {
             /* no label left for it: the domain stays as it was */
             json_decref(f->values[f->n_values - 1]);
             free(f->value_keys[f->n_values - 1]);
@@ -405,17 +442,91 @@ static tl_status append_number_answer(decide_run *r, tl_idseq *seq, size_t fi, t
     return st;
 }
 
+/* ---- two-token scoring ----------------------------------------------------- */
+
+/* The requests that score a two-token field after its question (branch):
+ * one for the first tokens it uses, then one branch per first token (the
+ * question + that token) for the second tokens of its pairs, all in the
+ * wave's one batched step over the shared prefix. */
+typedef struct pair_branches {
+    size_t n_groups;  /* first tokens the field uses */
+    int32_t *firsts;  /* (n_groups) those tokens */
+    double *first_lp; /* (n_groups) their logprobs after the question */
+    int32_t **ids;    /* (n_groups) the question's branch + that first token */
+} pair_branches;
+
+static void pair_branches_free(pair_branches *pb) {
+    for (size_t g = 0; pb->ids && g < pb->n_groups; g++)
+        free(pb->ids[g]);
+    free(pb->ids);
+    free(pb->firsts);
+    free(pb->first_lp);
+    memset(pb, 0, sizeof *pb);
+}
+
+/* How many score requests field fi takes (two-token: 1 + its first tokens). */
+static size_t field_requests(const decide_run *r, size_t fi) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    if (tl_dfield_generated(f))
+        return 0;
+    return r->out[fi].two_token ? 2 + r->pairs.group[tl_dfield_n_choices(f) - 1] : 1;
+}
+
+/* Appends field fi's requests (reqs has room for field_requests). */
+static tl_status pair_requests(decide_run *r, size_t fi, const tl_idseq *branch, pair_branches *pb,
+                               tl_score_req *reqs, size_t *n_reqs, tl_error *err) {
+    size_t n = tl_dfield_n_choices(&r->schema->fields[fi]);
+    const tl_labelpairs *lp = &r->pairs;
+    field_outcome *o = &r->out[fi];
+    pb->n_groups = lp->group[n - 1] + 1;
+    pb->firsts = malloc(pb->n_groups * sizeof *pb->firsts);
+    pb->first_lp = malloc(pb->n_groups * sizeof *pb->first_lp);
+    pb->ids = calloc(pb->n_groups, sizeof *pb->ids);
+    if (!pb->firsts || !pb->first_lp || !pb->ids)
+        return nomem(err);
+    reqs[(*n_reqs)++] = (tl_score_req){branch->ids, branch->n, pb->firsts, pb->n_groups, pb->first_lp};
+    for (size_t i = 0; i < n;) {
+        size_t g = lp->group[i], end = i;
+        while (end < n && lp->group[end] == g)
+            end++;
+        pb->firsts[g] = lp->first[i];
+        if (!(pb->ids[g] = malloc((branch->n + 1) * sizeof *pb->ids[g])))
+            return nomem(err);
+        memcpy(pb->ids[g], branch->ids, branch->n * sizeof *branch->ids);
+        pb->ids[g][branch->n] = lp->first[i];
+        /* the pairs of one first token are contiguous: their second tokens and logprobs too */
+        reqs[(*n_reqs)++] = (tl_score_req){pb->ids[g], branch->n + 1, lp->second + i, end - i, o->second_lp + i};
+        i = end;
+    }
+    return TL_OK;
+}
+
+/* After scoring: each pair's logprob is its first token's plus its second's. */
+static void pair_combine(decide_run *r, size_t fi, const pair_branches *pb) {
+    size_t n = tl_dfield_n_choices(&r->schema->fields[fi]);
+    field_outcome *o = &r->out[fi];
+    for (size_t i = 0; i < n; i++) {
+        o->first_lp[i] = pb->first_lp[r->pairs.group[i]];
+        o->logprobs[i] = o->first_lp[i] + o->second_lp[i];
+    }
+}
+
 /* ---- one wave ------------------------------------------------------------ */
 
 /* Scores the fields order[0..k) as branches of base in one batched step,
  * chooses their values, then appends their answers to base (schema order,
  * abstained fields left out: later decisions see no answer for them). */
 static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, size_t k, size_t wave, tl_error *err) {
+    size_t max_reqs = 0;
+    for (size_t j = 0; j < k; j++)
+        max_reqs += field_requests(r, order[j]);
     tl_idseq *branches = calloc(k, sizeof *branches);
-    tl_score_req *reqs = calloc(k, sizeof *reqs);
-    if (!branches || !reqs) {
+    tl_score_req *reqs = calloc(max_reqs ? max_reqs : 1, sizeof *reqs);
+    pair_branches *pbs = calloc(k, sizeof *pbs);
+    if (!branches || !reqs || !pbs) {
         free(branches);
         free(reqs);
+        free(pbs);
         return nomem(err);
     }
     tl_status st = TL_OK;
@@ -426,7 +537,11 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         st = tl_idseq_copy(&branches[j], base, err);
         if (!st)
             st = append_question(r, &branches[j], fi, err);
-        if (!tl_dfield_generated(f))
+        if (st || tl_dfield_generated(f))
+            continue;
+        if (r->out[fi].two_token)
+            st = pair_requests(r, fi, &branches[j], &pbs[j], reqs, &n_reqs, err);
+        else
             reqs[n_reqs++] =
                 (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, tl_dfield_n_choices(f),
                                r->out[fi].logprobs};
@@ -457,6 +572,8 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
             o->abstained = !st && r->opts->threshold > 0 && o->num_prob < r->opts->threshold;
         } else {
             const tl_dfield *f = &r->schema->fields[fi];
+            if (o->two_token)
+                pair_combine(r, fi, &pbs[j]);
             st = decision_choose(o->logprobs, tl_dfield_n_choices(f), r->opts->temperature, r->opts->seed, fi,
                                  o->probs, &o->chosen, err);
             o->decided = true;
@@ -509,10 +626,13 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         if (!st && r->out[fi].open_picked)
             st = grow_domains(r, fi, err);
     }
-    for (size_t j = 0; j < k; j++)
+    for (size_t j = 0; j < k; j++) {
         tl_idseq_free(&branches[j]);
+        pair_branches_free(&pbs[j]);
+    }
     free(branches);
     free(reqs);
+    free(pbs);
     return st;
 }
 
@@ -532,7 +652,7 @@ static tl_status field_tokens(decide_run *r, size_t fi, size_t *question, size_t
     tl_strbuf q = TL_STRBUF_INIT, a = TL_STRBUF_INIT;
     size_t body = 0, nq = 0, na = 0;
     tl_status st = TL_OK;
-    if (!tl_render_question_text(&r->render, f, r->labels.text, &q, &body))
+    if (!tl_render_question_text(&r->render, f, field_labels(r, fi), &q, &body))
         st = nomem(err);
     if (!st)
         st = text_tokens(r, q.buf, q.len, &nq, err);
@@ -548,7 +668,7 @@ static tl_status field_tokens(decide_run *r, size_t fi, size_t *question, size_t
             if (n < shortest)
                 shortest = n;
         }
-        na = 1 + (shortest == SIZE_MAX ? 0 : shortest);
+        na = (r->out[fi].two_token ? 2 : 1) + (shortest == SIZE_MAX ? 0 : shortest);
     } else {
         na = 1 + (f->kind == TL_DFIELD_STRING ? f->min_length / 4 : 0);
     }
@@ -598,6 +718,24 @@ static void mark_undecided(decide_run *r, const tl_dplan *plan, size_t from_wave
 
 /* ---- result -------------------------------------------------------------- */
 
+static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* A candidate's "logprob" (decided fields); a two-token label adds "tokens"
+ * [first, second] and "logprobs" [log P(first), log P(second | first)]. */
+static void candidate_scores(const decide_run *r, size_t fi, size_t i, json_t *c) {
+    const field_outcome *o = &r->out[fi];
+    if (!c)
+        return;
+    if (o->two_token)
+        json_object_set_new(c, "tokens", json_pack("[i, i]", (int)r->pairs.first[i], (int)r->pairs.second[i]));
+    if (!o->decided)
+        return;
+    json_object_set_new(c, "logprob", real_or_null(o->logprobs[i]));
+    if (o->two_token)
+        json_object_set_new(c, "logprobs", json_pack("[o, o]", real_or_null(o->first_lp[i]),
+                                                     real_or_null(o->second_lp[i])));
+}
+
 static json_t *field_json(const decide_run *r, size_t fi) {
     const tl_dfield *f = &r->schema->fields[fi];
     const field_outcome *o = &r->out[fi];
@@ -639,7 +777,7 @@ static json_t *field_json(const decide_run *r, size_t fi) {
     json_object_set_new(fj, "value", open_value ? json_string(o->open_text)
                                      : has_value && !absent ? json_incref(f->values[o->chosen])
                                                             : json_null());
-    json_object_set_new(fj, "label", has_value && !o->constant ? json_string(r->labels.text[o->chosen]) : json_null());
+    json_object_set_new(fj, "label", has_value && !o->constant ? json_string(field_labels(r, fi)[o->chosen]) : json_null());
     if (f->absent != SIZE_MAX)
         json_object_set_new(fj, "absent", json_boolean(absent));
     if (o->constant)
@@ -658,21 +796,19 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         json_object_set_new(probs, f->value_keys[i], json_real(p));
         if (o->constant)
             continue;
-        json_t *c = json_pack("{s:O, s:s, s:i}", "value", f->values[i], "label", r->labels.text[i], "token",
-                              (int)r->labels.id[i]);
+        json_t *c = json_pack("{s:O, s:s, s:i}", "value", f->values[i], "label", field_labels(r, fi)[i], "token",
+                              (int)label_token(r, fi, i));
         if (c && i == f->absent)
             json_object_set_new(c, "absent", json_true());
-        if (c && o->decided)
-            json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
+        candidate_scores(r, fi, i, c);
         json_array_append_new(cands, c);
     }
     if (f->open) {
         size_t i = f->n_values;
         json_object_set_new(probs, f->open_name, json_real(o->given ? (o->open_picked ? 1.0 : 0.0) : o->probs[i]));
-        json_t *c = json_pack("{s:n, s:s, s:i, s:b}", "value", "label", r->labels.text[i], "token", (int)r->labels.id[i],
-                              "open", 1);
-        if (c && o->decided)
-            json_object_set_new(c, "logprob", isfinite(o->logprobs[i]) ? json_real(o->logprobs[i]) : json_null());
+        json_t *c = json_pack("{s:n, s:s, s:i, s:b}", "value", "label", field_labels(r, fi)[i], "token",
+                              (int)label_token(r, fi, i), "open", 1);
+        candidate_scores(r, fi, i, c);
         json_array_append_new(cands, c);
     }
     json_object_set_new(fj, "probabilities", probs);
@@ -740,10 +876,11 @@ static json_t *group_json(const decide_run *r, size_t gi) {
         if (o->selected)
             json_array_append(value, g->values[i]);
         json_object_set_new(probs, g->value_keys[i], json_real(p));
+        size_t fi = g->first + i;
         json_t *it = json_pack("{s:O, s:f, s:b, s:s, s:s, s:i, s:i}", "value", g->values[i], "probability", p,
-                               "selected", (int)o->selected, "label_true", r->labels.text[0], "label_false",
-                               r->labels.text[1], "token_true", (int)r->labels.id[0], "token_false",
-                               (int)r->labels.id[1]);
+                               "selected", (int)o->selected, "label_true", field_labels(r, fi)[0], "label_false",
+                               field_labels(r, fi)[1], "token_true", (int)label_token(r, fi, 0), "token_false",
+                               (int)label_token(r, fi, 1));
         if (it && o->decided)
             json_object_set_new(it, "logprobs", json_pack("{s:f, s:f}", "true", o->logprobs[0], "false", o->logprobs[1]));
         if (it && o->trace)
@@ -1001,17 +1138,30 @@ static tl_status fill_labels(decide_run *r, tl_error *err) {
     for (size_t i = 0; i < r->schema->n_fields; i++)
         if (tl_dfield_n_choices(&r->schema->fields[i]) > need)
             need = tl_dfield_n_choices(&r->schema->fields[i]);
-    tl_status st = tl_labelset_fill(&r->labels, r->b, tl_render_label_tail(&r->render),
-                                    tl_render_label_prefix(&r->render), need, err);
+    const char *tail = tl_render_label_tail(&r->render), *prefix = tl_render_label_prefix(&r->render);
+    tl_status st = tl_labelset_fill(&r->labels, r->b, tail, prefix, need, err);
     if (st)
+        return st;
+    /* a field with more choices than single-token labels takes two-token labels */
+    size_t need_pairs = 0;
+    for (size_t i = 0; i < r->schema->n_fields; i++) {
+        size_t n = tl_dfield_n_choices(&r->schema->fields[i]);
+        if (n > r->labels.n) {
+            r->out[i].two_token = true;
+            if ((st = outcome_alloc(&r->out[i], 0, n, err)))
+                return st;
+            need_pairs = n > need_pairs ? n : need_pairs;
+        }
+    }
+    if (need_pairs && (st = tl_labelpairs_fill(&r->pairs, r->b, tail, prefix, need_pairs, err)))
         return st;
     for (size_t i = 0; i < r->schema->n_fields; i++) {
         const tl_dfield *f = &r->schema->fields[i];
-        if (tl_dfield_n_choices(f) > r->labels.n)
+        if (tl_dfield_n_choices(f) > r->labels.n && tl_dfield_n_choices(f) > r->pairs.n)
             return tl_error_set(err, TL_ERR_SCHEMA,
-                                "schema: %s: %zu choices, but only %zu labels are single tokens with this tokenizer "
-                                "in this rendering",
-                                f->path, tl_dfield_n_choices(f), r->labels.n);
+                                "schema: %s: %zu choices, but only %zu labels are single tokens and %zu two-token "
+                                "labels verify with this tokenizer in this rendering",
+                                f->path, tl_dfield_n_choices(f), r->labels.n, r->pairs.n);
     }
     return TL_OK;
 }
@@ -1085,15 +1235,10 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
         st = nomem(err);
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        size_t nv = tl_dfield_n_choices(&r->schema->fields[i]);
-        r->out[i].logprobs = calloc(nv ? nv : 1, sizeof(double));
-        r->out[i].probs = calloc(nv ? nv : 1, sizeof(double));
-        if (!r->out[i].logprobs || !r->out[i].probs) {
-            st = nomem(err);
-            goto out;
-        }
-    }
+    for (size_t i = 0; i < n && !st; i++)
+        st = outcome_alloc(&r->out[i], 0, tl_dfield_n_choices(&r->schema->fields[i]), err);
+    if (st)
+        goto out;
     bool any_numbers = false;
     for (size_t i = 0; i < n; i++)
         any_numbers |= tl_dfield_generated(&r->schema->fields[i]);
@@ -1179,11 +1324,14 @@ out:
         for (size_t i = 0; i < r->schema->n_fields; i++) {
             free(r->out[i].logprobs);
             free(r->out[i].probs);
+            free(r->out[i].first_lp);
+            free(r->out[i].second_lp);
             json_decref(r->out[i].trace);
             free(r->out[i].num_text);
             free(r->out[i].open_text);
         }
     tl_number_index_free(r->number_index);
+    tl_labelpairs_free(&r->pairs);
     tl_chat_derived_free(&r->derived);
     free(r->out);
     tl_dschema_free(r->schema);

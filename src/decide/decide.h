@@ -7,7 +7,9 @@
  *
  * Each categorical field (string/number/integer enum, boolean, score) is one
  * forward pass that reads the log-probabilities of single-token labels only
- * (A, B, C, ...), so a value outside the schema can never be chosen. The
+ * (A, B, C, ...; past the single-token labels, two-token labels whose
+ * log-probability is log P(first) + log P(second | first)), so a value
+ * outside the schema can never be chosen. The
  * server (/v1/decide, /v1/systemone) and `typellm decide` are built on this
  * header; the schema language is documented in docs/decide.md. */
 #ifndef TL_DECIDE_DECIDE_H
@@ -25,7 +27,7 @@
  * sets *result to a new JSON object (caller json_decref's it):
  *   {"values": {field: typed value | null, ... in schema order},
  *    "fields": {field: {"value", "label", "probabilities": {value text: p},
- *                       "candidates": [{"value", "label", "token", "logprob"}],
+ *                       "candidates": [{"value", "label", "token", "logprob", (two-token labels: "tokens", "logprobs")}],
  *                       "label_mass", "abstained", ("trace": {"ids", "position", "wave", "text", "wave_usage"})}},
  *    "usage": {"prompt_tokens", "cached_tokens", "computed_tokens", "forward_passes"},
  *    "timing_ms": {"prepare", "score", "total"}, "mode", "style", ("chat_template"), "model"}.
@@ -76,7 +78,7 @@ tl_status tl_decision_wrap(json_t *result, const struct tl_dschema *schema, tl_d
 
 /* Validates schema without a model (for early 4xx answers): the same
  * TL_ERR_SCHEMA errors tl_decide gives, except those that need the tokenizer
- * (labels that cannot be made single-token). */
+ * (more values than the tokenizer has labels). */
 tl_status tl_decide_check_schema(const json_t *schema, tl_error *err);
 /* The same under opts' lenient / strict (opts may be NULL). */
 tl_status tl_decide_check_schema_opts(const json_t *schema, const tl_decide_opts *opts, tl_error *err);

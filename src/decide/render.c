@@ -71,7 +71,7 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
 }
 
 /* {"A":"meal","B":"travel"} */
-static bool put_choices(const tl_dfield *f, char (*labels)[4], tl_strbuf *out) {
+static bool put_choices(const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out) {
     bool ok = tl_strbuf_putc(out, '{');
     for (size_t i = 0; i < f->n_values; i++)
         ok &= tl_strbuf_printf(out, "%s\"%s\":%s", i ? "," : "", labels[i], f->value_json[i]);
@@ -79,7 +79,7 @@ static bool put_choices(const tl_dfield *f, char (*labels)[4], tl_strbuf *out) {
 }
 
 /* {"A":"food and drink"}, only the values that have a description. */
-static bool put_descriptions(const tl_dfield *f, char (*labels)[4], tl_strbuf *out) {
+static bool put_descriptions(const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out) {
     bool ok = tl_strbuf_putc(out, '{'), first = true;
     for (size_t i = 0; i < f->n_values; i++) {
         if (!f->value_descs[i])
@@ -98,7 +98,7 @@ static bool has_descriptions(const tl_dfield *f) {
     return false;
 }
 
-bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labels)[4], tl_strbuf *out,
+bool tl_render_question_text(const tl_render *r, const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out,
                              size_t *body_len) {
     size_t start = out->len;
     bool chat = r->style == TL_STYLE_CHAT;

@@ -24,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "decide/chat_template.h"
+#include "decide/labels.h"
 #include "decide/schema.h"
 #include "typellm/common.h"
 #include "util/strbuf.h"
@@ -46,7 +47,7 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
  * where the answer token goes. *body_len (optional): bytes written before the
  * chat framing, i.e. the part holding caller text (names, questions, values),
  * which is tokenized without special tokens so it cannot inject turn markers. */
-bool tl_render_question_text(const tl_render *r, const tl_dfield *f, char (*labels)[4], tl_strbuf *out,
+bool tl_render_question_text(const tl_render *r, const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out,
                              size_t *body_len);
 /* What follows the chosen label: the value written back and the turn or
  * record closed; *body_len as above. */

@@ -1336,6 +1336,10 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
     view_free(&iv);
     tmp.path = NULL;
     size_t n = tmp.n_values;
+    if (!st && n > GROUP_MAX_VALUES)
+        st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                          "schema: %s: %zu values; a multi-label array may have at most %d (one yes/no decision each)",
+                          tl_strbuf_cstr(&ip), n, GROUP_MAX_VALUES);
     size_t min_items = 0, max_items = n;
     bool has;
     if (!st)

@@ -14,7 +14,10 @@
 #include "constrain/constrain.h"
 #include "typellm/common.h"
 
-#define TL_DFIELD_MAX_VALUES 255
+/* Values of one field: up to 255 take single-token labels, more take
+ * two-token labels (labels.h). The choices line lists every value (about 6-10
+ * tokens each), so 10,000 values already fill a 64k-100k context. */
+#define TL_DFIELD_MAX_VALUES 10000
 #define TL_DSCHEMA_MAX_FIELDS 4096
 
 typedef enum tl_dfield_kind {

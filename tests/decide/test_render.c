@@ -84,7 +84,7 @@ static void test_texts(void) {
                            "\"ok\":{\"type\":\"boolean\",\"x-name\":\"q7\"}}}");
     if (!s)
         return;
-    char labels[3][4] = {"A", "B", "C"};
+    tl_label_text labels[3] = {"A", "B", "C"};
     tl_render chat = {TL_STYLE_CHAT, tl_chat_framing_of(TL_CHAT_CHATML)};
     tl_render rec = {TL_STYLE_RECORD, NULL};
     tl_strbuf sb = TL_STRBUF_INIT;

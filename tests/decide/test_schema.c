@@ -5,6 +5,7 @@
  * arrays, generated strings; one test per refusal class with its exact JSON
  * path, in strict and in --lenient mode. */
 #include <jansson.h>
+#include <stdlib.h>
 
 #include "decide/decide.h"
 #include "decide/plan.h"
@@ -118,9 +119,9 @@ static void test_shapes(void) {
     }
     tl_dschema_free(s);
 
-    /* 255 values is the limit and is fine. */
+    /* TL_DFIELD_MAX_VALUES (10,000: two-token labels past 255) is the limit and is fine. */
     json_t *big = json_object(), *props = json_object(), *f255 = json_object(), *en = json_array();
-    for (int i = 0; i < 255; i++)
+    for (int i = 0; i < TL_DFIELD_MAX_VALUES; i++)
         json_array_append_new(en, json_integer(i));
     json_object_set_new(f255, "type", json_string("integer"));
     json_object_set_new(f255, "enum", en);
@@ -128,9 +129,9 @@ static void test_shapes(void) {
     json_object_set_new(big, "properties", props);
     tl_error err = {0};
     tl_dschema *sb = NULL;
-    CHECK(tl_dschema_parse(big, &sb, &err) == TL_OK && sb && sb->fields[0].n_values == 255);
+    CHECK(tl_dschema_parse(big, &sb, &err) == TL_OK && sb && sb->fields[0].n_values == TL_DFIELD_MAX_VALUES);
     tl_dschema_free(sb);
-    json_array_append_new(en, json_integer(255));
+    json_array_append_new(en, json_integer(TL_DFIELD_MAX_VALUES));
     CHECK(tl_dschema_parse(big, &sb, &err) == TL_ERR_SCHEMA && strstr(err.msg, "/properties/many/enum"));
     json_decref(big);
 }
@@ -192,15 +193,26 @@ static void test_errors(void) {
                  TL_ERR_SCHEMA, "/$defs/B/$ref: reference cycle through '#/$defs/A'");
     expect_error("{\"properties\":{\"a\":{\"$ref\":\"#/$defs/A\"}},\"$defs\":{\"A\":[1]}}", TL_ERR_SCHEMA,
                  "/properties/a/$ref: '#/$defs/A' is not a schema object");
-    /* 256 values */
+    /* one value past TL_DFIELD_MAX_VALUES; a multi-label array past 255 items */
     json_t *big = json_array();
-    for (int i = 0; i < 256; i++)
+    for (int i = 0; i <= TL_DFIELD_MAX_VALUES; i++)
         json_array_append_new(big, json_integer(i));
     char *bigtext = json_dumps(big, JSON_COMPACT);
-    char buf[4096];
-    snprintf(buf, sizeof buf, "{\"properties\":{\"a\":{\"type\":\"integer\",\"enum\":%s}}}", bigtext);
-    expect_error(buf, TL_ERR_SCHEMA, "/properties/a/enum: 256 values; a field may have at most 255");
+    size_t cap = strlen(bigtext) + 256;
+    char *buf = malloc(cap);
+    snprintf(buf, cap, "{\"properties\":{\"a\":{\"type\":\"integer\",\"enum\":%s}}}", bigtext);
+    expect_error(buf, TL_ERR_SCHEMA, "/properties/a/enum: 10001 values; a field may have at most 10000");
     free(bigtext);
+    json_decref(big);
+    big = json_array();
+    for (int i = 0; i < 256; i++)
+        json_array_append_new(big, json_integer(i));
+    bigtext = json_dumps(big, JSON_COMPACT);
+    snprintf(buf, cap, "{\"properties\":{\"tags\":{\"type\":\"array\",\"items\":{\"enum\":%s}}}}", bigtext);
+    expect_error(buf, TL_ERR_SCHEMA,
+                 "/properties/tags/items: 256 values; a multi-label array may have at most 255 (one yes/no decision each)");
+    free(bigtext);
+    free(buf);
     json_decref(big);
     /* required */
     expect_error("{\"properties\":{\"a\":{\"type\":\"boolean\"}},\"required\":[\"b\"]}", TL_ERR_SCHEMA,

@@ -20,6 +20,7 @@
 #include "constrain/constrain.h"
 #include "decide/decide.h"
 #include "server/server_internal.h"
+#include "decide_compare.h"
 #include "tl_test.h"
 #include "util/error.h"
 
@@ -34,26 +35,6 @@ static json_t *make_schema(void) {
                       "\"severity\":{\"type\":\"integer\",\"enum\":[1,2,3,4]},"
                       "\"rollback\":{\"type\":\"string\",\"enum\":[\"yes\",\"no\"],\"x-descriptions\":{\"yes\":\"undo the deploy\"}}}}",
                       0, NULL);
-}
-
-/* Same values, probabilities within tol. */
-static void compare(const json_t *local, const json_t *remote, const char *mode, double tol) {
-    const char *name;
-    json_t *lf;
-    json_object_foreach(json_object_get((json_t *)local, "fields"), name, lf) {
-        json_t *rf = json_object_get(json_object_get(remote, "fields"), name);
-        CHECKF(rf != NULL, "%s: field %s missing remotely", mode, name);
-        if (!rf)
-            continue;
-        CHECKF(json_equal(json_object_get(lf, "value"), json_object_get(rf, "value")), "%s/%s: values differ", mode, name);
-        const char *v;
-        json_t *lp;
-        json_object_foreach(json_object_get(lf, "probabilities"), v, lp) {
-            json_t *rp = json_object_get(json_object_get(rf, "probabilities"), v);
-            double d = rp ? fabs(json_number_value(lp) - json_number_value(rp)) : 1;
-            CHECKF(d < tol, "%s/%s/%s: |local - remote| = %g", mode, name, v, d);
-        }
-    }
 }
 
 /* A decision run on its own thread (against a server whose slot the test holds). */
@@ -142,7 +123,7 @@ int main(void) {
         tl_status st = tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr, &err);
         CHECKF(st == TL_OK, "%s: remote decide: %s", modes[i], err.msg);
         if (lr && rr)
-            compare(lr, rr, modes[i], 1e-4);
+            compare_results(lr, rr, modes[i], 1e-4);
         /* Again: the server's prefix cache now holds all of it. */
         CHECK(tl_decide_json(remote, CONTEXT, strlen(CONTEXT), schema, &oc, &rr2, &err) == TL_OK);
         if (rr2) {
@@ -158,7 +139,7 @@ int main(void) {
         }
         CHECK(tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), schema, &o, &rt, &err) == TL_OK);
         if (lr && rt)
-            compare(lr, rt, "with --tokenizer", 1e-4);
+            compare_results(lr, rt, "with --tokenizer", 1e-4);
         if (rt) { /* the local tokenizer answers every tokenize: no round trip for it */
             json_t *hr = json_object_get(json_object_get(rt, "usage"), "http_requests");
             CHECKF(hr && json_integer_value(json_object_get(hr, "tokenize")) == 0 &&
@@ -193,7 +174,7 @@ int main(void) {
             tl_status st = tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), ns, &o, &rr, &err);
             CHECKF(st == TL_OK, "numbers remote (%s, T=%g): %s", md, o.temperature, err.msg);
             if (lr && rr) {
-                compare(lr, rr, "numbers", 1e-4);
+                compare_results(lr, rr, "numbers", 1e-4);
                 const char *names[5] = {"sevens", "open_low", "price", "code", "day"};
                 for (int k = 0; k < 5; k++) {
                     json_t *lf = json_object_get(json_object_get(lr, "fields"), names[k]);
