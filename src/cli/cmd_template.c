@@ -11,7 +11,6 @@
 #include "cli/cli.h"
 
 #define MAX_FILE_BYTES ((size_t)64 << 20)
-#define MAX_VARS 64
 
 static void usage(FILE *f) {
     fprintf(f, "usage: typellm template (--model M.gguf | --template FILE.jinja) --messages MSGS.json\n"
@@ -118,22 +117,11 @@ int tl_cmd_template(int argc, char **argv) {
         } else if (!strcmp(a, "--add-generation-prompt")) {
             gen = true;
         } else if (!strcmp(a, "--var") && has_value) {
-            const char *kv = argv[++i], *eq = strchr(kv, '=');
-            json_error_t je;
-            json_t *v = eq ? json_loads(eq + 1, JSON_DECODE_ANY, &je) : NULL;
-            if (!eq || eq == kv || !v) {
-                fprintf(stderr, "typellm template: --var %s: expected NAME=JSON (e.g. enable_thinking=false)%s%s\n", kv,
-                        eq && !v ? ": " : "", eq && !v ? je.text : "");
+            const char *why = NULL;
+            if (!tl_cli_var(argv[++i], vars, &why)) {
+                fprintf(stderr, "typellm template: --var %s: %s\n", argv[i], why);
                 goto out;
             }
-            if (json_object_size(vars) >= MAX_VARS) {
-                json_decref(v);
-                fprintf(stderr, "typellm template: more than %d --var options\n", MAX_VARS);
-                goto out;
-            }
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
-            json_object_set_new(vars, name, v);
         } else {
             fprintf(stderr, "typellm template: unknown or incomplete option '%s'\n", a);
             usage(stderr);
