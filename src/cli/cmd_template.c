@@ -15,7 +15,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: typellm template (--model M.gguf | --template FILE.jinja) --messages MSGS.json\n"
                "                        [--add-generation-prompt] [--bos TEXT] [--eos TEXT]\n"
-               "                        [--tools TOOLS.json] [--var NAME=JSON ...]\n"
+               "                        [--tools TOOLS.json] [--var NAME=JSON ...] [--now UNIX_SECONDS]\n"
                "  --model M.gguf           render the model's tokenizer.chat_template; BOS/EOS texts\n"
                "                           default to the model's tokens\n"
                "  --template FILE.jinja    render this template file\n"
@@ -24,6 +24,7 @@ static void usage(FILE *f) {
                "  --bos TEXT, --eos TEXT   the bos_token / eos_token variables\n"
                "  --tools TOOLS.json       the tools variable (default None)\n"
                "  --var NAME=JSON          an extra variable, e.g. --var enable_thinking=false\n"
+               "  --now UNIX_SECONDS       the time strftime_now reads (default: the clock, UTC)\n"
                "Prints the rendering with no added newline; exits 1 with the template's error.\n");
 }
 
@@ -89,6 +90,7 @@ int tl_cmd_template(int argc, char **argv) {
     const char *model = NULL, *tpl_path = NULL, *msgs_path = NULL, *tools_path = NULL;
     const char *bos_arg = NULL, *eos_arg = NULL;
     bool gen = false;
+    tl_template_opts topts = {0};
     json_t *vars = json_object();
     int rc = 2;
     char *tpl = NULL, *bos = NULL, *eos = NULL, *msgs_text = NULL, *tools_text = NULL, *vars_text = NULL;
@@ -114,6 +116,14 @@ int tl_cmd_template(int argc, char **argv) {
             bos_arg = argv[++i];
         } else if (!strcmp(a, "--eos") && has_value) {
             eos_arg = argv[++i];
+        } else if (!strcmp(a, "--now") && has_value) {
+            char *end;
+            topts.now_unix = strtoll(argv[++i], &end, 10);
+            topts.fixed_now = true;
+            if (!*argv[i] || *end) {
+                fprintf(stderr, "typellm template: --now %s: expected seconds since the epoch\n", argv[i]);
+                goto out;
+            }
         } else if (!strcmp(a, "--add-generation-prompt")) {
             gen = true;
         } else if (!strcmp(a, "--var") && has_value) {
@@ -168,7 +178,7 @@ int tl_cmd_template(int argc, char **argv) {
                                 .eos_token = eos_arg ? eos_arg : eos,
                                 .tools_json = tools_text,
                                 .vars_json = vars_text};
-    if (tl_template_render_chat(t, &req, NULL, &out, &err) != TL_OK) {
+    if (tl_template_render_chat(t, &req, &topts, &out, &err) != TL_OK) {
         fprintf(stderr, "typellm template: %s\n", err.msg);
         goto out;
     }
