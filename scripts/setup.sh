@@ -4,7 +4,7 @@
 #   scripts/setup.sh          what building and running typellm needs (the main job,
 #                             including the Python package it runs)
 #   scripts/setup.sh --test   also what the test suite needs: clang (fuzzing), numpy,
-#                             jsonschema, pytest and jinja2 (test_jinja2), curl, Node.js/npm (SDK tests); scripts/test.sh
+#                             jsonschema, pytest and jinja2 (test_jinja2_slow), curl, Node.js/npm (SDK tests); scripts/test.sh
 #                             passes it
 #   scripts/setup.sh --bench  also the load-test tools of bench/ (wrk, valgrind)
 set -euo pipefail
