@@ -884,7 +884,10 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
         if (nd->kind == TL_DNODE_ARRAY) {
             const tl_darray *a = &s->arrays[nd->index];
             const field_outcome *lo = a->length >= 0 ? &r->out[a->length] : NULL;
-            if (a->skip || place == PLACE_NONE || (lo && (lo->undecided || lo->inactive)))
+            if (a->skip || place == PLACE_NONE)
+                continue;
+            /* (a null array's length decision was never asked: inactive) */
+            if (place == PLACE_VALUE && lo && (lo->undecided || lo->inactive))
                 continue;
             if (place == PLACE_NULL || (lo && lo->abstained))
                 ok = set_at(values, a->segs, a->n_segs, json_null());

@@ -21,7 +21,9 @@ static const char *SCHEMA =
     "\"counts\":{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9},\"maxItems\":3,"
     " \"x-length\":\"open\"},"
     "\"place\":{\"type\":[\"object\",\"null\"],\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":6}}},"
-    "\"note\":{\"type\":\"string\",\"maxLength\":6,\"x-optional\":\"ask\"}}}";
+    "\"note\":{\"type\":\"string\",\"maxLength\":6,\"x-optional\":\"ask\"},"
+    "\"tags\":{\"type\":[\"array\",\"null\"],\"items\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":5},"
+    " \"maxItems\":2}},\"required\":[\"people\",\"counts\",\"place\",\"tags\"]}";
 
 static const json_t *field(const json_t *res, const char *key) {
     return json_object_get(json_object_get(res, "fields"), key);
@@ -101,6 +103,16 @@ static void check_result(const json_t *res, const char *what) {
     bool absent = json_is_true(json_object_get(field(res, "note#present"), "absent"));
     CHECKF(absent ? !json_object_get(values, "note") : json_is_string(json_object_get(values, "note")),
            "%s: note vs its presence", what);
+    /* tags: a nullable array: null (its length never asked) or as long as its length decision */
+    const char *tv = json_string_value(json_object_get(field(res, "tags#present"), "value"));
+    const json_t *tags = json_object_get(values, "tags");
+    if (tv && !strcmp(tv, "(present)"))
+        CHECKF(json_is_array(tags) && (json_int_t)json_array_size(tags) ==
+                                          json_integer_value(json_object_get(field(res, "tags#length"), "value")),
+               "%s: tags vs its length", what);
+    else
+        CHECKF(json_is_null(tags) && json_is_true(json_object_get(field(res, "tags#length"), "inactive")),
+               "%s: tags null, its length inactive", what);
 }
 
 int main(void) {
@@ -125,7 +137,7 @@ int main(void) {
         json_decref(res);
     }
     /* given shape decisions are obeyed: two people, no counts, place null, note absent */
-    json_t *given = fixture_json("{\"people#length\":2,\"counts/0#more\":\"done\",\"place#present\":null}");
+    json_t *given = fixture_json("{\"people#length\":2,\"counts/0#more\":\"done\",\"place#present\":null,\"tags#present\":null}");
     tl_decide_opts o = {.mode = "auto"};
     json_t *res = NULL;
     tl_error err = {0};
@@ -135,6 +147,7 @@ int main(void) {
         CHECK(json_array_size(json_object_get(values, "people")) == 2);
         CHECK(json_is_array(json_object_get(values, "counts")) && json_array_size(json_object_get(values, "counts")) == 0);
         CHECK(json_is_null(json_object_get(values, "place")));
+        CHECK(json_is_null(json_object_get(values, "tags"))); /* a required nullable array decided null */
         CHECK(json_is_true(json_object_get(field(res, "place/city"), "inactive")));
         CHECK(json_is_true(json_object_get(field(res, "people/2/name"), "inactive")));
         CHECK(json_is_true(json_object_get(field(res, "people#length"), "given")));
