@@ -90,6 +90,13 @@ void fail_openai(parse_failure *f, int status, const char *param, const char *co
     f->body = openai_error_body("invalid_request_error", param, code, msg);
 }
 
+const char *openai_error_type(int status) {
+    return status == 429 ? "rate_limit_error"
+           : status == 504 ? "timeout_error"
+           : status >= 500 ? "server_error"
+                           : "invalid_request_error";
+}
+
 json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg) {
     return json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", json_string_lossy(msg, strlen(msg)), "type", type,
                      "param", param ? json_string_lossy(param, strlen(param)) : json_null(), "code",
@@ -119,7 +126,9 @@ static const struct {
 int http_status_for(tl_status st, http_api api) {
     for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
         if (http_map[i].st == st)
-            return api == HTTP_API_SGLANG ? http_map[i].sglang : http_map[i].typed;
+            return api == HTTP_API_SGLANG ? http_map[i].sglang
+                   : api == HTTP_API_OPENAI && http_map[i].typed >= 400 && http_map[i].typed < 499 ? 400
+                                                                                                  : http_map[i].typed;
     return 500;
 }
 

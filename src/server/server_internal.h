@@ -96,6 +96,9 @@ void reply_typed_error(tl_http_reply *r, int status, const char *error_type, con
 void reply_openai_error(tl_http_reply *r, int status, const char *type, const char *param, const char *code,
                         const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg);
+/* OpenAI's error type for an HTTP status: invalid_request_error (4xx),
+ * rate_limit_error (429), timeout_error (504), server_error (other 5xx). */
+const char *openai_error_type(int status);
 /* The same as a parse failure (type invalid_request_error). */
 typedef struct parse_failure parse_failure;
 void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...)
@@ -103,8 +106,9 @@ void fail_openai(parse_failure *f, int status, const char *param, const char *co
 /* The one map from a status of the model path to HTTP (reply.c's table):
  * the typed APIs answer bad input 422, LIMIT 413; the SGLang API answers bad
  * parameters and over-long input 400, as SGLang does; TIMEOUT 504,
- * CANCELLED 499, NOMEM 503, anything else 500. */
-typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG } http_api;
+ * CANCELLED 499, NOMEM 503, anything else 500; OpenAI's endpoints answer
+ * every bad request 400 (over-long input included), as OpenAI does. */
+typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG, HTTP_API_OPENAI } http_api;
 int http_status_for(tl_status st, http_api api);
 /* A failed typed-API request (/v1/decide, /v1/systemone): a 422 detail list
  * at loc (taken) for bad input, else {"detail":{"error_type","message"}}
@@ -253,7 +257,8 @@ typedef struct gen_sink {
  * *http_status: the status an error maps to (400/413 bad input, else 500). */
 tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result, const gen_sink *sink,
                   int *http_status, tl_error *err);
-int generate_error_status(tl_status st, int hs);
+/* gen_run's failure as HTTP for api: its own 400/413 for bad input, else the table's. */
+int generate_error_status(tl_status st, int hs, http_api api);
 void gen_request_free(gen_request *r);
 
 /* /v1/decide. */
