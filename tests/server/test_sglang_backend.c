@@ -230,7 +230,7 @@ int main(void) {
             tl_status st = tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), as, &o, &rr, &err);
             CHECKF(st == TL_OK, "array of objects remote (%s): %s", amodes[i], err.msg);
             if (lr && rr) {
-                compare(lr, rr, amodes[i], 1e-4);
+                compare_results(lr, rr, amodes[i], 1e-4);
                 const json_t *lv = json_object_get(lr, "values"), *rv = json_object_get(rr, "values");
                 CHECKF(json_equal(lv, rv), "%s: array-of-objects values differ", amodes[i]);
                 const json_t *people = json_object_get(rv, "people");
