@@ -1,5 +1,5 @@
 /* typellm/typellm.h: the public C API of libtypellm (prefix tl_; the Aeon
- * synthesis layer keeps its ae_ prefix). Include this one header, link with
+ * synthesis layer's calls are tl_aeon_*). Include this one header, link with
  * `pkg-config --cflags --libs typellm`; docs/api.md is the guide.
  *
  * typellm turns an open autoregressive language model (llama / qwen2 / qwen3

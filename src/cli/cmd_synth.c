@@ -13,8 +13,8 @@
 #include "cli/cli.h"
 
 /* The prompt: guidance from @prompt / @doc, the hole's context and goal, and the program. */
-static void build_prompt(const ae_program *p, const ae_scope *scope, tl_strbuf *out) {
-    const ae_def *d = &p->defs[p->hole_def];
+static void build_prompt(const tl_aeon_program *p, const tl_aeon_scope *scope, tl_strbuf *out) {
+    const tl_aeon_def *d = &p->defs[p->hole_def];
     tl_strbuf_printf(out, "Complete the Aeon program: replace the hole ?%s in `%s` with an expression.\n",
                      p->hole->str, d->name);
     for (int i = 0; i < d->n_decos; i++)
@@ -22,16 +22,16 @@ static void build_prompt(const ae_program *p, const ae_scope *scope, tl_strbuf *
             tl_strbuf_printf(out, "%s\n", d->decos[i].text);
     tl_strbuf_puts(out, "Names in scope at the hole:\n");
     tl_strbuf ctx = TL_STRBUF_INIT;
-    ae_scope_describe(scope, &ctx);
+    tl_aeon_scope_describe(scope, &ctx);
     tl_strbuf_puts(out, tl_strbuf_cstr(&ctx));
     tl_strbuf_free(&ctx);
-    tl_strbuf_printf(out, "The expression must have type %s.\n\n", ae_scope_goal_text(scope));
+    tl_strbuf_printf(out, "The expression must have type %s.\n\n", tl_aeon_scope_goal_text(scope));
     tl_strbuf_append(out, p->source, p->source_len);
     tl_strbuf_printf(out, "\n\n?%s := ", p->hole->str);
 }
 
 /* The program with the hole's text replaced by the candidate. */
-static char *splice(const ae_program *p, const char *cand, size_t len) {
+static char *splice(const tl_aeon_program *p, const char *cand, size_t len) {
     tl_strbuf sb = TL_STRBUF_INIT;
     size_t off = (size_t)p->hole->ival;
     tl_strbuf_append(&sb, p->source, off);
@@ -42,7 +42,7 @@ static char *splice(const ae_program *p, const char *cand, size_t len) {
     return tl_strbuf_detach(&sb);
 }
 
-static json_t *validation_json(const ae_validation *v) {
+static json_t *validation_json(const tl_aeon_validation *v) {
     json_t *objs = json_array();
     for (int i = 0; i < v->n_objectives; i++)
         json_array_append_new(objs, json_real(v->objectives[i]));
@@ -113,14 +113,14 @@ int tl_cmd_synth(int argc, char **argv) {
     }
     double t_start = tl_now_s(), deadline = t_start + budget;
     tl_error err = {0};
-    ae_program *prog = NULL;
-    ae_scope *scope = NULL;
-    ae_engine *eng = NULL;
+    tl_aeon_program *prog = NULL;
+    tl_aeon_scope *scope = NULL;
+    tl_aeon_engine *eng = NULL;
     tl_model *model = NULL;
     tl_backend *be = NULL;
     int32_t *prompt_ids = NULL;
     size_t n_prompt = 0;
-    ae_validation *vals = calloc((size_t)attempts, sizeof *vals);
+    tl_aeon_validation *vals = calloc((size_t)attempts, sizeof *vals);
     char **texts = calloc((size_t)attempts, sizeof *texts);
     size_t *text_lens = calloc((size_t)attempts, sizeof *text_lens);
     json_t *report = json_object(), *jattempts = json_array();
@@ -131,12 +131,12 @@ int tl_cmd_synth(int argc, char **argv) {
         fprintf(stderr, "typellm synth: out of memory\n");
         goto done;
     }
-    if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
+    if (tl_aeon_program_load_file(file, &prog, &err) || tl_aeon_scope_new(prog, &scope, &err)) {
         tl_cli_error("synth", err.msg);
         goto done;
     }
-    ae_oracle_limits lim = {.max_states = max_states, .deadline = deadline};
-    if (ae_engine_new(scope, &lim, &eng, &err)) {
+    tl_aeon_oracle_limits lim = {.max_states = max_states, .deadline = deadline};
+    if (tl_aeon_engine_new(scope, &lim, &eng, &err)) {
         tl_cli_error("synth", err.msg);
         goto done;
     }
@@ -170,10 +170,10 @@ int tl_cmd_synth(int argc, char **argv) {
         }
         /* Retries after a failed attempt sample: a greedy rerun would repeat it. */
         double temp = temperature > 0 || a == 0 ? temperature : 0.8;
-        ae_sampler_config cfg = {.temperature = temp, .seed = seed + (uint64_t)a, .max_tokens = max_tokens,
+        tl_aeon_sampler_config cfg = {.temperature = temp, .seed = seed + (uint64_t)a, .max_tokens = max_tokens,
                                  .max_probes = max_probes, .top_k = top_k, .deadline = deadline};
-        ae_attempt at;
-        if (ae_sample_attempt(be, eng, prompt_ids, n_prompt, &cfg, &at, &err)) {
+        tl_aeon_attempt at;
+        if (tl_aeon_sample_attempt(be, eng, prompt_ids, n_prompt, &cfg, &at, &err)) {
             fprintf(stderr, "typellm synth: attempt %d: %s\n", a, err.msg);
             goto done;
         }
@@ -181,15 +181,15 @@ int tl_cmd_synth(int argc, char **argv) {
         for (int i = 0; i < at.n_tokens; i++)
             json_array_append_new(jt, json_integer(at.tokens[i]));
         json_t *ja = json_pack("{s:i,s:I,s:f,s:s,s:s#,s:o,s:i,s:I,s:I,s:I,s:I,s:f,s:f}", "attempt", a, "seed",
-                               (json_int_t)(seed + (uint64_t)a), "temperature", temp, "end", ae_attempt_end_name(at.end),
+                               (json_int_t)(seed + (uint64_t)a), "temperature", temp, "end", tl_aeon_attempt_end_name(at.end),
                                "text", at.text ? at.text : "", at.text ? (int)at.text_len : 0, "tokens", jt,
                                "tokens_committed", at.n_tokens, "probes", (json_int_t)at.counts.probes,
                                "rejected_probes", (json_int_t)at.counts.rejected, "unknown_probes",
                                (json_int_t)at.counts.unknown, "excluded_probes", (json_int_t)at.counts.excluded,
                                "oracle_s", at.counts.oracle_s, "model_s", at.model_s);
-        bool at_complete = at.end == AE_END_COMPLETE && tl_now_s() <= deadline;
+        bool at_complete = at.end == TL_AEON_END_COMPLETE && tl_now_s() <= deadline;
         if (at_complete) {
-            ae_validate(prog, at.text, at.text_len, &vals[n_done], &err);
+            tl_aeon_validate(prog, at.text, at.text_len, &vals[n_done], &err);
             json_object_set_new(ja, "validation", validation_json(&vals[n_done]));
             texts[n_done] = at.text;
             text_lens[n_done] = at.text_len;
@@ -197,14 +197,14 @@ int tl_cmd_synth(int argc, char **argv) {
             n_done++;
         }
         json_array_append_new(jattempts, ja);
-        ae_attempt_free(&at);
-        const ae_validation *last = n_done ? &vals[n_done - 1] : NULL;
+        tl_aeon_attempt_free(&at);
+        const tl_aeon_validation *last = n_done ? &vals[n_done - 1] : NULL;
         bool completed_now = json_array_size(jattempts) > 0 && at_complete;
         if (completed_now && last->typed && last->refinements_ok && last->examples_failed == 0 &&
             last->n_objectives == 0)
             break; /* nothing left to improve */
     }
-    int pick = n_done ? ae_pareto_pick(vals, n_done, seed) : -1;
+    int pick = n_done ? tl_aeon_pareto_pick(vals, n_done, seed) : -1;
     if (pick >= 0 && tl_now_s() <= deadline) {
         char *program = splice(prog, texts[pick], text_lens[pick]);
         printf("%s", program ? program : "");
@@ -226,7 +226,7 @@ done:
     json_object_set_new(report, "file", json_string(file ? file : ""));
     json_object_set_new(report, "model", json_string(model_path ? model_path : ""));
     if (scope)
-        json_object_set_new(report, "goal", json_string(ae_scope_goal_text(scope)));
+        json_object_set_new(report, "goal", json_string(tl_aeon_scope_goal_text(scope)));
     json_object_set_new(report, "attempts", jattempts);
     json_object_set_new(report, "prompt_tokens", json_integer((json_int_t)n_prompt));
     json_object_set_new(report, "elapsed_s", json_real(tl_now_s() - t_start));
@@ -256,8 +256,8 @@ done:
     tl_strbuf_free(&prompt);
     tl_backend_free(be);
     tl_model_free(model);
-    ae_engine_free(eng);
-    ae_scope_free(scope);
-    ae_program_free(prog);
+    tl_aeon_engine_free(eng);
+    tl_aeon_scope_free(scope);
+    tl_aeon_program_free(prog);
     return rc;
 }
