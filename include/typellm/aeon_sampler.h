@@ -88,6 +88,8 @@ typedef struct tl_aeon_attempt {
     double model_s;         /* time in next_logits */
     tl_usage usage;         /* the backend's token accounting over the attempt */
     int32_t *first_ranked;  /* per step, the top-ranked token (malloc'd, n_tokens entries) */
+    double logprob;         /* the model's log-probability of the committed tokens (EOS included):
+                               full-vocabulary log-softmax at temperature 1, summed */
 } tl_aeon_attempt;
 
 /* Runs one attempt from the prompt ids. */

@@ -15,7 +15,7 @@
  *   backend.h       local / SGLang / shared (thread-safe, batching) backends
  *   decide.h        schemas, tl_decide, tl_decision and its typed accessors
  *   template.h      chat templates: a Jinja2 renderer (tl_template_render_chat)
- *   aeon.h, aeon_oracle.h, aeon_sampler.h   Aeon type-constrained synthesis
+ *   aeon.h, aeon_oracle.h, aeon_sampler.h, aeon_synth.h   Aeon type-constrained synthesis
  *   server.h        the HTTP server (SGLang API, /v1/systemone, /v1/decide) */
 #ifndef TYPELLM_TYPELLM_H
 #define TYPELLM_TYPELLM_H
@@ -32,6 +32,7 @@
 #include "aeon.h"
 #include "aeon_oracle.h"
 #include "aeon_sampler.h"
+#include "aeon_synth.h"
 #include "server.h"
 
 #endif

@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/rng.h"
+#include "util/sample.h"
 #include "util/utf8.h"
 
 const char *tl_aeon_attempt_end_name(tl_aeon_attempt_end e) {
@@ -232,6 +233,7 @@ tl_status tl_aeon_sample_attempt(tl_backend *b, tl_aeon_engine *eng, const int32
             break;
         }
         out->tokens[out->n_tokens++] = sr.token;
+        out->logprob += (double)logits[sr.token] - tl_logsumexp_f(logits, (size_t)b->n_vocab);
         if (sr.is_eos) {
             out->end = TL_AEON_END_COMPLETE;
             break;

@@ -13,20 +13,11 @@
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
-char *server_json_dumps(const json_t *j, size_t flags) {
-    char *text = json_dumps(j, (flags & ~(size_t)JSON_REAL_PRECISION(31)) | JSON_REAL_PRECISION(17));
-    if (!text)
-        return NULL;
-    char *s = tl_json_shorten_reals(text);
-    free(text);
-    return s;
-}
-
 void reply_json(tl_http_reply *r, int status, json_t *j) {
     r->status = status;
     r->content_type = "application/json";
     tl_strbuf_clear(&r->body);
-    char *text = j ? server_json_dumps(j, JSON_COMPACT) : NULL;
+    char *text = j ? tl_json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         tl_strbuf_puts(&r->body, text);
         free(text);

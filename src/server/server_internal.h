@@ -12,6 +12,7 @@
 #include "typellm/backend.h"
 #include "typellm/decide.h"
 #include "server/server.h"
+#include "util/json_text.h"
 
 /* The model runs behind the library's shared batching backend
  * (tl_backend_shared_new): request threads call it at once, and it merges
@@ -79,10 +80,10 @@ void tl_server_stream_done(tl_server *s);
 
 /* ---- replies (reply.c) --------------------------------------------------- */
 
+/* What every reply and stream event prints: util's tl_json_dumps (reals in
+ * their shortest exact form). Caller frees. */
+static inline char *server_json_dumps(const json_t *j, size_t flags) { return tl_json_dumps(j, flags); }
 /* Serializes j (stolen) as the body with status. */
-/* json_dumps with every real in its shortest exact form (tl_json_shorten_reals):
- * what every reply and stream event prints. Caller frees. */
-char *server_json_dumps(const json_t *j, size_t flags);
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */
 void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -282,9 +283,6 @@ void regex_constraint_free(regex_constraint *rc);
 bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_t n);
 /* text[0..n) is a full match. */
 bool regex_constraint_complete(const regex_constraint *rc, const char *text, size_t n);
-
-/* Copies s[0..n) replacing invalid UTF-8 with U+FFFD, so jansson accepts it. */
-json_t *json_string_lossy(const char *s, size_t n);
 
 /* JSON body parse shared by the parsers: 400 with line:column on syntax errors. */
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail);
