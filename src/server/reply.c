@@ -88,37 +88,58 @@ json_t *openai_error_body(const char *type, const char *param, const char *code,
 }
 
 /* The one map from a library status to HTTP. The typed APIs (/v1/decide,
- * /v1/systemone) answer every bad-input status with a FastAPI-style 422;
- * the SGLang API answers bad sampling parameters and over-long inputs with
- * 400, as SGLang does. Statuses not listed are server faults: 500. */
+ * /v1/systemone) answer every bad-input status with a FastAPI-style 422; the
+ * SGLang API answers bad sampling parameters and over-long inputs with 400,
+ * as SGLang does; OpenAI's /v1/decisions answers questions the decision core
+ * cannot frame with 422 and an input past the context with 400
+ * context_length_exceeded (OpenAI's code). Statuses not listed are server
+ * faults: 500. */
 static const struct {
     tl_status st;
-    int typed, sglang;
-    const char *error_type; /* typed APIs' detail.error_type (422s carry a detail list instead) */
+    int typed, sglang, openai;
+    const char *error_type;  /* typed APIs' detail.error_type (422s carry a detail list instead) */
+    const char *openai_type; /* OpenAI's error.type */
+    const char *openai_code; /* OpenAI's error.code, or NULL */
 } http_map[] = {
-    {TL_OK, 200, 200, NULL},
-    {TL_ERR_INVALID, 422, 400, "value_error"},
-    {TL_ERR_SCHEMA, 422, 422, "value_error"},
-    {TL_ERR_UNSUPPORTED, 422, 422, "value_error"},
-    {TL_ERR_FORMAT, 422, 400, "value_error"},
-    {TL_ERR_LIMIT, 413, 400, "tokens_exceeded"},
-    {TL_ERR_TIMEOUT, 504, 504, "timeout_error"},
-    {TL_ERR_CANCELLED, 499, 499, "api_error"},
-    {TL_ERR_NOMEM, 503, 503, "api_error"},
+    {TL_OK, 200, 200, 200, NULL, NULL, NULL},
+    {TL_ERR_INVALID, 422, 400, 422, "value_error", "invalid_request_error", "undecidable"},
+    {TL_ERR_SCHEMA, 422, 422, 422, "value_error", "invalid_request_error", "undecidable"},
+    {TL_ERR_UNSUPPORTED, 422, 422, 422, "value_error", "invalid_request_error", "undecidable"},
+    {TL_ERR_FORMAT, 422, 400, 422, "value_error", "invalid_request_error", "undecidable"},
+    {TL_ERR_LIMIT, 413, 400, 400, "tokens_exceeded", "invalid_request_error", "context_length_exceeded"},
+    {TL_ERR_TIMEOUT, 504, 504, 504, "timeout_error", "timeout_error", "timeout"},
+    {TL_ERR_CANCELLED, 499, 499, 499, "api_error", "server_error", "cancelled"},
+    {TL_ERR_NOMEM, 503, 503, 503, "api_error", "server_error", NULL},
 };
+#define N_HTTP_MAP (sizeof http_map / sizeof http_map[0])
+
+/* The row of st, or -1 (a server fault). */
+static int http_row(tl_status st) {
+    for (size_t i = 0; i < N_HTTP_MAP; i++)
+        if (http_map[i].st == st)
+            return (int)i;
+    return -1;
+}
 
 int http_status_for(tl_status st, http_api api) {
-    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
-        if (http_map[i].st == st)
-            return api == HTTP_API_SGLANG ? http_map[i].sglang : http_map[i].typed;
-    return 500;
+    int i = http_row(st);
+    if (i < 0)
+        return 500;
+    return api == HTTP_API_SGLANG ? http_map[i].sglang : api == HTTP_API_OPENAI ? http_map[i].openai : http_map[i].typed;
+}
+
+int generate_error_status(tl_status st, int phase) {
+    if (phase == 413)
+        return 413;
+    int code = http_status_for(st, HTTP_API_SGLANG);
+    if (phase == 400 && code >= 400 && code < 500 && st != TL_ERR_CANCELLED)
+        return 400;
+    return code;
 }
 
 void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg) {
-    const char *type = "api_error";
-    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
-        if (http_map[i].st == st && http_map[i].error_type)
-            type = http_map[i].error_type;
+    int i = http_row(st);
+    const char *type = i >= 0 && http_map[i].error_type ? http_map[i].error_type : "api_error";
     int code = http_status_for(st, HTTP_API_TYPED);
     if (code == 422)
         reply_detail_error(r, 422, loc, type, "%s", msg);
@@ -126,6 +147,14 @@ void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char 
         json_decref(loc);
         reply_typed_error(r, code, type, "%s", msg);
     }
+}
+
+void reply_openai_status_error(tl_http_reply *r, tl_status st, const char *param, const char *msg) {
+    int i = http_row(st);
+    const char *type = i >= 0 ? http_map[i].openai_type : "server_error";
+    const char *code = i >= 0 ? http_map[i].openai_code : NULL;
+    bool client_fault = !strcmp(type, "invalid_request_error");
+    reply_openai_error(r, http_status_for(st, HTTP_API_OPENAI), type, client_fault ? param : NULL, code, "%s", msg);
 }
 
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail) {

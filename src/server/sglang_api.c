@@ -921,14 +921,6 @@ done:
     return st;
 }
 
-int generate_error_status(tl_status st, int hs) {
-    if (hs == 413)
-        return 413;
-    if (hs == 400 && st != TL_ERR_TIMEOUT && st != TL_ERR_CANCELLED)
-        return 400;
-    return http_status_for(st, HTTP_API_SGLANG);
-}
-
 /* SGLang's events: each item's reply object as a data: line. */
 static bool sglang_event(void *ctx, size_t item, json_t *ev) {
     (void)item;

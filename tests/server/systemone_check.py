@@ -12,20 +12,12 @@ import threading
 import urllib.error
 import urllib.request
 
+from checks import check, finish
+
 PORT, KEY, SCRATCH = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 BASE = f"http://127.0.0.1:{PORT}"
 FIX, BIN = os.environ["TL_FIXTURES"], os.environ["TL_BIN"]
 MODEL = f"{FIX}/models/qwen2-d64-q8_0.gguf"
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def call(path, body=None, key=KEY, raw=None):
@@ -201,5 +193,4 @@ check(st == 422 and "/properties/x" in json.dumps(body), f"/v1/decide bad schema
 st, body, _ = call("/v1/decide", {"context": context})
 check(st == 422 and body["detail"][0]["loc"] == ["body", "schema"], "/v1/decide missing schema")
 
-print(f"systemone_check: {checks} checks, {failures} failures", file=sys.stderr)
-sys.exit(1 if failures else 0)
+finish("systemone_check", sys.stderr)
