@@ -112,3 +112,23 @@ def test_synth_errors(stories, tmp_path):
         stories.synth(ANSWER, temperature=float("nan"))
     s = stories.synth(ANSWER, budget=1e-9)  # the deadline passes before the first attempt
     assert s.status == "deadline" and not s and s.term is None and s.candidates == []
+
+
+def test_synth_threads_share_the_model(stories):
+    """Four threads synthesizing at once on one client (one shared backend)
+    get exactly what each gets alone."""
+    import threading
+    path = os.path.join(EX, "twice.ae")
+    alone = [stories.synth(path, temperature=1.0, seed=s, max_tokens=6, attempts=2, budget=60) for s in range(4)]
+    got = [None] * 4
+
+    def run(s):
+        got[s] = stories.synth(path, temperature=1.0, seed=s, max_tokens=6, attempts=2, budget=60)
+
+    ts = [threading.Thread(target=run, args=(s,)) for s in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for a, g in zip(alone, got):
+        assert [(c.tokens, c.logprob) for c in g.candidates] == [(c.tokens, c.logprob) for c in a.candidates]

@@ -450,8 +450,10 @@ static tl_aeon_expr *binop(parser *p, tl_aeon_binop op, tl_aeon_expr *a, tl_aeon
     return e;
 }
 
-/* Left-associative level. */
-static tl_aeon_expr *parse_left(parser *p, const level_op *ops, size_t n, tl_aeon_expr *(*operand)(parser *)) {
+/* One binary level: left-associative (a - b - c is (a - b) - c), or
+ * non-associative (at most one operator: a < b < c needs parentheses). */
+static tl_aeon_expr *parse_level(parser *p, const level_op *ops, size_t n, tl_aeon_expr *(*operand)(parser *),
+                                 bool assoc) {
     tl_aeon_expr *e = operand(p);
     int k;
     while (e && (k = find_op(p, ops, n)) >= 0) {
@@ -462,33 +464,20 @@ static tl_aeon_expr *parse_left(parser *p, const level_op *ops, size_t n, tl_aeo
         if (!r)
             return NULL;
         e = binop(p, ops[k].op, e, r, line, col);
-    }
-    return e;
-}
-
-/* Non-associative level: at most one operator. */
-static tl_aeon_expr *parse_nonassoc(parser *p, const level_op *ops, size_t n, tl_aeon_expr *(*operand)(parser *)) {
-    tl_aeon_expr *e = operand(p);
-    int k;
-    if (e && (k = find_op(p, ops, n)) >= 0) {
-        int line = p->tok.line, col = p->tok.col;
-        if (lex_next(p))
-            return NULL;
-        tl_aeon_expr *r = operand(p);
-        if (!r)
-            return NULL;
-        e = binop(p, ops[k].op, e, r, line, col);
-        if (e && find_op(p, ops, n) >= 0) {
-            perr(p, TL_ERR_FORMAT, p->tok.line, p->tok.col, "operator is non-associative: add parentheses");
-            return NULL;
+        if (!assoc) {
+            if (e && find_op(p, ops, n) >= 0) {
+                perr(p, TL_ERR_FORMAT, p->tok.line, p->tok.col, "operator is non-associative: add parentheses");
+                return NULL;
+            }
+            break;
         }
     }
     return e;
 }
 
-static tl_aeon_expr *parse_mul(parser *p) { return parse_left(p, ops_mul, 3, parse_app); }
-static tl_aeon_expr *parse_add(parser *p) { return parse_left(p, ops_add, 2, parse_mul); }
-static tl_aeon_expr *parse_cmp(parser *p) { return parse_nonassoc(p, ops_cmp, 4, parse_add); }
+static tl_aeon_expr *parse_mul(parser *p) { return parse_level(p, ops_mul, 3, parse_app, true); }
+static tl_aeon_expr *parse_add(parser *p) { return parse_level(p, ops_add, 2, parse_mul, true); }
+static tl_aeon_expr *parse_cmp(parser *p) { return parse_level(p, ops_cmp, 4, parse_add, false); }
 
 /* Counts one level of recursion that does not pass through parse_expr. */
 static bool deeper(parser *p) {
@@ -516,7 +505,7 @@ static tl_aeon_expr *parse_not(parser *p) {
     return parse_cmp(p);
 }
 
-static tl_aeon_expr *parse_eq(parser *p) { return parse_nonassoc(p, ops_eq, 2, parse_not); }
+static tl_aeon_expr *parse_eq(parser *p) { return parse_level(p, ops_eq, 2, parse_not, false); }
 
 /* Right-associative level for && and ||. */
 static tl_aeon_expr *parse_right(parser *p, tk tok, tl_aeon_binop op, tl_aeon_expr *(*operand)(parser *)) {

@@ -358,13 +358,16 @@ bool so_build_answers(const so_request *r, const json_t *result, json_t **answer
         question_answer qa;
         if (!decision_question_answer(result, i, keys, n, p, &qa, err))
             goto fail;
-        json_t *a, *probs = json_object();
-        for (size_t k = 0; q->type != SO_NOUL && k < n; k++)
-            json_object_set_new(probs, keys[k], json_real(p[k]));
+        json_t *a;
         if (q->type == SO_NOUL) {
-            json_decref(probs);
             a = json_pack("{s:s,s:f}", "type", "noul", "noul", p[0]);
-        } else if (q->type == SO_CHOICE) {
+            json_object_set_new(answers, q->id, a);
+            continue;
+        }
+        json_t *probs = json_object();
+        for (size_t k = 0; k < n; k++)
+            json_object_set_new(probs, keys[k], json_real(p[k]));
+        if (q->type == SO_CHOICE) {
             a = json_pack("{s:s,s:s,s:o,s:f}", "type", "choice", "choice", keys[qa.best], "probabilities", probs,
                           "confidence", so_choice_confidence(p, n));
         } else {

@@ -22,6 +22,9 @@ size_t tl_json_real_text(double v, char *buf, size_t cap) {
             lo = mid + 1;
     }
     int n = snprintf(buf, cap, "%.*g", lo, v);
+    const char *e = strchr(buf, 'e');
+    if (e && e[1] == '+' && fabs(v) < 1e16) /* "1.2e+02": an integer below 1e16, written out as "120.0" */
+        n = snprintf(buf, cap, "%.0f", v);
     if (n < 0 || (size_t)n >= cap)
         return 0;
     if (!strpbrk(buf, ".eEn") && (size_t)n + 2 < cap) { /* "1" -> "1.0"; nan/inf never reach JSON */
