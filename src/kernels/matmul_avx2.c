@@ -1,12 +1,11 @@
 /* matmul_avx2.c: the AVX2 + FMA + F16C kernels, for x86 CPUs without
  * AVX-512 (compiled with target attributes; the dispatcher checks cpuid).
  *
- * Same structure as matmul_avx512.c with one 32-block per 256-bit step:
- * lane k of a block covers elements 4k..4k+3. Integer sums use
- * vpmaddubsw + vpmaddwd, whose 16-bit pair sums must not saturate: codes are
- * <= 63 for every type but Q8_0, which takes the |w| x sign(x, w) form
- * instead (|w| <= 128, |x| <= 127: pair sums <= 32512). Tiles are 4 rows x
- * up to 2 tokens (16 ymm registers). */
+ * Float weights: tiles of 4 rows x up to 2 tokens (16 ymm registers), one
+ * 8-lane step per 8 elements. Integer weights: 8-row panels whose integer
+ * sums take the portable kernel's float steps exactly (see "quantized
+ * weights" below). Integer sums use vpmaddubsw + vpmaddwd, whose 16-bit
+ * pair sums must not saturate (|w| <= 128, |x| <= 127: at most 32512). */
 #include <immintrin.h>
 #include <stdlib.h>
 
@@ -15,6 +14,7 @@
 #define TARGET __attribute__((target("avx2,fma,f16c")))
 #define INLINE __attribute__((always_inline)) static inline
 #define UNROLL _Pragma("GCC unroll 4")
+#define UNROLL8 _Pragma("GCC unroll 8") /* loops over a panel's rows: their vectors stay in registers */
 
 /* TOK_CHUNK: tokens whose int8 activations (<= 256 x n_in bytes) stay in L2
  * while a chunk's weight rows are unpacked once for them; float
@@ -112,7 +112,8 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
 /* ---- unpacking quantized rows ----------------------------------------------
  * As in matmul_avx512.c: a row's scales go to small arrays (row_scales), its
  * codes are made one 32-block at a time in a register (codes_block), stored
- * for prefill and used directly for decode -- the same bytes either way. */
+ * for the prefill panel and used directly for decode -- the same bytes
+ * either way. */
 
 /* 32 bytes, byte i = 0xFF where bit i of bits is set. */
 TARGET INLINE __m256i bits_to_bytes(uint32_t bits) {
@@ -170,8 +171,10 @@ TARGET INLINE __m256i codes_block(tl_ggml_type t, const uint8_t *s, int64_t b) {
     }
 }
 
-/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb blocks. */
-TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, float *ws, float *wm) {
+/* ws (per 16 elements) and wm (per 32, for types with mins) of a row of nb
+ * blocks: ws[i * st] for half block i, wm[b * st] (st = 1: the row's own
+ * arrays; st = 8: one lane of a panel's). */
+TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, float *ws, float *wm, size_t st) {
     switch (t) {
     case TL_TYPE_Q8_0: case TL_TYPE_Q4_0: case TL_TYPE_Q5_0: case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: {
         size_t bb = t == TL_TYPE_Q8_0 ? sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? sizeof(blk_q4_0)
@@ -180,18 +183,18 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
         for (int64_t b = 0; b < nb; b++, s += bb) {
             tl_half d;
             memcpy(&d, s, 2);
-            ws[2 * b] = ws[2 * b + 1] = _cvtsh_ss(d);
+            ws[2 * b * st] = ws[(2 * b + 1) * st] = _cvtsh_ss(d);
             if (has_m) {
                 tl_half m;
                 memcpy(&m, s + 2, 2);
-                wm[b] = _cvtsh_ss(m);
+                wm[b * st] = _cvtsh_ss(m);
             }
         }
         break;
     }
     case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
         size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
-        for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16, wm += 8) {
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16 * st, wm += 8 * st) {
             tl_half dh, mh;
             memcpy(&dh, s, 2);
             memcpy(&mh, s + 2, 2);
@@ -199,19 +202,21 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
             for (int j = 0; j < 8; j++) {
                 uint8_t sc, mn;
                 tl_k4_scale_min(j, s + 4, &sc, &mn);
-                ws[2 * j] = ws[2 * j + 1] = d * (float)sc;
-                wm[j] = -(dmin * (float)mn);
+                ws[2 * j * st] = ws[(2 * j + 1) * st] = d * (float)sc;
+                wm[j * st] = -(dmin * (float)mn);
             }
         }
         break;
     }
     case TL_TYPE_Q6_K:
-        for (int64_t sb = 0; sb < nb / 8; sb++, s += sizeof(blk_q6_k), ws += 16) {
+        for (int64_t sb = 0; sb < nb / 8; sb++, s += sizeof(blk_q6_k), ws += 16 * st) {
             const blk_q6_k *blk = (const blk_q6_k *)s;
             __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
             __m128i sc = _mm_loadu_si128((const __m128i *)blk->scales);
-            _mm256_storeu_ps(ws, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
-            _mm256_storeu_ps(ws + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
+            float v[16];
+            _mm256_storeu_ps(v, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
+            _mm256_storeu_ps(v + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
+            for (int k = 0; k < 16; k++) ws[k * st] = v[k];
         }
         break;
     default: break;
@@ -221,186 +226,229 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
 TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8_t *code, float *ws, float *wm) {
     if (t == TL_TYPE_MXFP4) { tl_unpack_mxfp4_avx2(src, n, code, ws); return; }
     int64_t nb = n / QK32;
-    row_scales(t, src, nb, ws, wm);
+    row_scales(t, src, nb, ws, wm, 1);
     for (int64_t b = 0; b < nb; b++) _mm256_storeu_si256((__m256i *)(code + 32 * b), codes_block(t, src, b));
 }
 
-/* ---- quantized weights ------------------------------------------------------- */
+/* ---- quantized weights -------------------------------------------------------
+ * Every integer type is multiplied in one form: signed int8 weights
+ * w = code - offset (|w| <= 128 for Q8_0, <= 32 for every other type), the
+ * scale ws of each 16 elements and the min wm of each 32 (types with mins).
+ * For output row o and token t both kernels below take the portable
+ * kernel's steps (matmul_scalar.c), one rounding each, in its order:
+ *   acc = sum over blocks b, halves h of ((float)isum(b, h) * ws[2b+h]) * d[t][b]
+ *   Y   = acc + sum over b of wm[b] * dsum[t][b]
+ * isum(b, h) being the exact integer dot product of the 16 weights and
+ * activation codes of half h of block b. How isum is found never changes a
+ * bit, so prefill, decode and any tiling or thread split agree exactly.
+ *
+ *  - Prefill (panel_tile): 8 rows repacked into a panel, interleaved by
+ *    4-element groups (per group, 32 bytes: 4 weights of row 0, of row 1, ...),
+ *    so one vpmaddubsw multiplies all 8 rows by a broadcast of 4 activation
+ *    codes and the lanes of every sum are rows: no horizontal sums, and each
+ *    float step serves 8 rows. A tile is 8 rows x up to 4 tokens (16 ymm:
+ *    4 float and 4 integer accumulators, the group's w and |w|, temporaries).
+ *    Products use |w| x sign(x, w) (vpmaddubsw wants one unsigned side);
+ *    with |w| <= 32 four groups' 16-bit pair sums add up without overflow
+ *    (4 x 2 x 32 x 127 = 32512) before one vpmaddwd widens them.
+ *  - Decode (direct_rows, 1 or 2 tokens): rows read straight from the file;
+ *    per row a vector of 8 lane sums (lane k = elements 4k..4k+3; unsigned
+ *    codes x activations less offset x their sum, except Q8_0), turned into
+ *    the same 8-row vectors of half sums by a transpose-and-add. */
+
+enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2 };
 
 typedef struct {
-    const uint8_t *code[ROWS];
-    const float *ws[ROWS];
-    const float *wm[ROWS];
-    const uint8_t *raw[ROWS];  /* the stored rows (decode: codes made in registers) */
-    int has_min;
-    int offset;  /* codes' zero point (not used for Q8_0's signed form) */
-} qrows;
+    int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights */
+    uint8_t *wabs; /* the same layout: |w| */
+    float *ws;     /* [2 nb][8 rows]: scale of each half block */
+    float *wm;     /* [nb][8 rows]: min of each block (types with mins) */
+} panel;
 
-/* sum_b wm[b] * dsum[b]: the mins' share of a row (types with mins). */
-TARGET INLINE float min_term(const float *wm, const float *ds, int64_t nb) {
-    __m256 am = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) am = _mm256_fmadd_ps(_mm256_loadu_ps(wm + b), _mm256_loadu_ps(ds + b), am);
-    float m = hsum8(am);
-    for (; b < nb; b++) m += wm[b] * ds[b];
-    return m;
+/* The 32 signed weights of block b of a stored row (not MXFP4). */
+TARGET INLINE __m256i signed_block(tl_ggml_type t, const uint8_t *raw, int64_t b, __m256i offv) {
+    if (t == TL_TYPE_Q8_0) return _mm256_loadu_si256((const __m256i *)(raw + (size_t)b * sizeof(blk_q8_0) + 2));
+    return _mm256_sub_epi8(codes_block(t, raw, b), offv);
 }
 
-/* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
- * codes are made from the raw rows (decode); the arithmetic is the same. */
-TARGET INLINE void quant_tile(const qrows *w, int R, int signed_codes, int offset, tl_ggml_type fused, const tl_act *A,
-                              int64_t t0, int T, float *Y, int64_t n_out) {
-    const int64_t nb = A->nb, n_in = A->n_in;
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
-    const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    const __m256i offv = _mm256_set1_epi8((char)offset); /* codes' zero point, <= 32 here */
-    __m256 acc[ROWS][TOK_TILE];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i wv[ROWS], wabs[ROWS];
-        __m256 wsv[ROWS];
-        UNROLL for (int r = 0; r < R; r++) {
-            if (fused == TL_TYPE_COUNT) wv[r] = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
-            else wv[r] = codes_block(fused, w->raw[r], b);
-            if (signed_codes) {
-                wv[r] = _mm256_xor_si256(wv[r], flip); /* back to the stored int8 */
-                wabs[r] = _mm256_abs_epi8(wv[r]);
-            }
-            __m128 two = _mm_castpd_ps(_mm_load_sd((const double *)(w->ws[r] + 2 * b)));
-            wsv[r] = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), half_idx);
-        }
-        UNROLL for (int t = 0; t < T; t++) {
-            const int64_t tb = (t0 + t) * nb + b;
-            __m256i xv = _mm256_loadu_si256((const __m256i *)(A->q + (t0 + t) * n_in + 32 * b));
-            __m256 dv = _mm256_broadcast_ss(A->d + tb);
-            /* -offset * (sum of each lane's 4 activation codes) */
-            __m256i ov = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones));
-            UNROLL for (int r = 0; r < R; r++) {
-                __m256i lanes;
-                if (signed_codes) {
-                    lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xv, wv[r])), ones);
-                } else {
-                    lanes = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones), ov);
-                }
-                __m256 f = _mm256_cvtepi32_ps(lanes);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(f, wsv[r]), dv, acc[r][t]);
-            }
-        }
-    }
-    UNROLL for (int r = 0; r < R; r++) {
-        UNROLL for (int t = 0; t < T; t++) {
-            float y = hsum8(acc[r][t]);
-            if (w->has_min) y += min_term(w->wm[r], A->dsum + (t0 + t) * nb, nb);
-            Y[t * n_out + r] = y;
-        }
+/* Transposes 8 rows of 8 dwords: out[k] holds dword k of rows 0..7. */
+TARGET INLINE void transpose8_epi32(__m256i *v) {
+    __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+    __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+    __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+    __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+    v[0] = _mm256_permute2x128_si256(u0, u4, 0x20), v[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+    v[1] = _mm256_permute2x128_si256(u1, u5, 0x20), v[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+    v[2] = _mm256_permute2x128_si256(u2, u6, 0x20), v[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+    v[3] = _mm256_permute2x128_si256(u3, u7, 0x20), v[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+/* Scales of the R rows (ws, wm: 2 nb and nb floats per row, rows apart by
+ * ws_stride / wm_stride) spread into the panel layout; lanes of rows >= R
+ * copy row 0 (computed and thrown away). */
+static void panel_scales(const float *ws, size_t ws_stride, const float *wm, size_t wm_stride, int R, int64_t nb,
+                         int has_min, float *pws, float *pwm) {
+    for (int r = 0; r < PANEL; r++) {
+        const float *s = ws + (r < R ? r : 0) * ws_stride, *m = wm + (r < R ? r : 0) * wm_stride;
+        for (int64_t i = 0; i < 2 * nb; i++) pws[PANEL * i + r] = s[i];
+        if (has_min)
+            for (int64_t b = 0; b < nb; b++) pwm[PANEL * b + r] = m[b];
     }
 }
 
-/* Prefill: codes unpacked for ROWS rows (pf_rows), every operand of the
- * inner loop read from L1 (memory operands), so the 4 x 2 accumulators stay
- * in registers. The arithmetic of each (row, token) is quant_tile's,
- * operation for operation, so prefill and decode rows are the same bits. */
-typedef struct {
-    const uint8_t *code[ROWS]; /* unsigned codes, or Q8_0: |w| */
-    const int8_t *sgn[ROWS];   /* Q8_0: the stored int8 weights */
-    const float *wse[ROWS];    /* 8 floats per block: ws of lanes 0-3, then 4-7 */
-    const float *wm[ROWS];
-    int has_min;
-    int offset;
-} pf_rows;
+/* Y[t][0..R) = acc + mins for one token: the final steps both kernels share. */
+TARGET INLINE void store_rows(__m256 acc, const float *pwm, int has_min, const float *dsum, int64_t nb, float *y, int R) {
+    __m256 mn = _mm256_setzero_ps();
+    if (has_min)
+        for (int64_t b = 0; b < nb; b++) mn = _mm256_add_ps(mn, _mm256_mul_ps(_mm256_loadu_ps(pwm + PANEL * b), _mm256_broadcast_ss(dsum + b)));
+    acc = _mm256_add_ps(acc, mn);
+    if (R == PANEL) {
+        _mm256_storeu_ps(y, acc);
+    } else {
+        float tmp[PANEL];
+        _mm256_storeu_ps(tmp, acc);
+        memcpy(y, tmp, sizeof(float) * (size_t)R);
+    }
+}
 
-TARGET INLINE void quant_tile_pf(const pf_rows *w, const int R, const int signed_codes, const tl_act *A, int64_t t0,
-                                 const int T, float *Y, int64_t n_out) {
+/* Prefill tile: the panel's 8 rows times tokens t0 .. t0+T-1. */
+TARGET INLINE void panel_tile(const panel *P, const int small, const int has_min, const tl_act *A, int64_t t0,
+                              const int T, float *Y, int64_t n_out, int R) {
     const int64_t nb = A->nb, n_in = A->n_in;
     const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i offv = _mm256_set1_epi8((char)w->offset);
-    __m256 acc[ROWS][TOK_TILE];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    __m256 acc[PF_TOK];
+    const int8_t *xq[PF_TOK];
+    const float *xd[PF_TOK];
+    UNROLL for (int t = 0; t < T; t++) {
+        acc[t] = _mm256_setzero_ps();
+        xq[t] = A->q + (t0 + t) * n_in;
+        xd[t] = A->d + (t0 + t) * nb;
+    }
     for (int64_t b = 0; b < nb; b++) {
-        UNROLL for (int t = 0; t < T; t++) {
-            __m256i xv = _mm256_loadu_si256((const __m256i *)(A->q + (t0 + t) * n_in + 32 * b));
-            __m256 dv = _mm256_broadcast_ss(A->d + (t0 + t) * nb + b);
-            __m256i ov = _mm256_setzero_si256();
-            if (!signed_codes)
-                ov = _mm256_sub_epi32(ov, _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones));
-            UNROLL for (int r = 0; r < R; r++) {
-                __m256i lanes;
-                __m256i wc = _mm256_loadu_si256((const __m256i *)(w->code[r] + 32 * b));
-                if (signed_codes) {
-                    __m256i ws = _mm256_loadu_si256((const __m256i *)(w->sgn[r] + 32 * b));
-                    lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wc, _mm256_sign_epi8(xv, ws)), ones);
-                } else {
-                    lanes = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wc, xv), ones), ov);
+        const __m256i *wv = (const __m256i *)(P->w + 256 * b), *wa = (const __m256i *)(P->wabs + 256 * b);
+        _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) { /* unrolled, GCC spills the accumulators */
+            __m256i is[PF_TOK];
+            UNROLL for (int g = 0; g < 4; g++) {
+                __m256i w = _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
+                UNROLL for (int t = 0; t < T; t++) {
+                    int32_t x4;
+                    memcpy(&x4, xq[t] + 32 * b + 16 * h + 4 * g, 4);
+                    __m256i p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+                    if (small) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
+                    else {
+                        p = _mm256_madd_epi16(p, ones);
+                        is[t] = g ? _mm256_add_epi32(is[t], p) : p;
+                    }
                 }
-                __m256 f = _mm256_cvtepi32_ps(lanes);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_loadu_ps(w->wse[r] + 8 * b)), dv, acc[r][t]);
+            }
+            __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
+            UNROLL for (int t = 0; t < T; t++) {
+                __m256i s = small ? _mm256_madd_epi16(is[t], ones) : is[t];
+                __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(s), sc);
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
             }
         }
     }
-    UNROLL for (int r = 0; r < R; r++) {
-        UNROLL for (int t = 0; t < T; t++) {
-            float y = hsum8(acc[r][t]);
-            if (w->has_min) y += min_term(w->wm[r], A->dsum + (t0 + t) * nb, nb);
-            Y[t * n_out + r] = y;
-        }
-    }
+    UNROLL for (int t = 0; t < T; t++)
+        store_rows(acc[t], P->wm, has_min, A->dsum + (t0 + t) * nb, nb, Y + t * n_out, R);
 }
 
-#define QUANT_TILE(R, T)                                                                                 \
-    TARGET static void quant_tile_##R##_##T(const pf_rows *w, int sc, const tl_act *A, int64_t t0, float *Y, \
-                                            int64_t n_out) {                                            \
-        if (sc) quant_tile_pf(w, R, 1, A, t0, T, Y, n_out);                                             \
-        else quant_tile_pf(w, R, 0, A, t0, T, Y, n_out);                                                \
+#define PANEL_TILE(T)                                                                                       \
+    TARGET static void panel_tile_##T(const panel *P, int small, int has_min, const tl_act *A, int64_t t0,   \
+                                      float *Y, int64_t n_out, int R) {                                     \
+        if (small) panel_tile(P, 1, has_min, A, t0, T, Y, n_out, R);                                        \
+        else panel_tile(P, 0, has_min, A, t0, T, Y, n_out, R);                                              \
     }
-QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(1, 1) QUANT_TILE(1, 2)
+PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
+typedef void (*panel_tile_fn)(const panel *, int, int, const tl_act *, int64_t, float *, int64_t, int);
+static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, panel_tile_3, panel_tile_4};
 
-typedef void (*pf_tile_fn)(const pf_rows *, int, const tl_act *, int64_t, float *, int64_t);
-
-typedef void (*quant_tile_fn)(const qrows *, int, const tl_act *, int64_t, float *, int64_t);
-
-/* Decode: one token, codes made in registers, one instantiation per type. */
-#define QUANT_FUSED(TY, SIGNED)                                                                        \
-    TARGET static void fused_4_##TY(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, 4, SIGNED, w->offset, TL_TYPE_##TY, A, t0, 1, Y, n_out);                         \
-    }                                                                                                  \
-    TARGET static void fused_1_##TY(const qrows *w, int sc, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, 1, SIGNED, w->offset, TL_TYPE_##TY, A, t0, 1, Y, n_out);                         \
-    }
-QUANT_FUSED(Q8_0, 1) QUANT_FUSED(Q4_0, 0) QUANT_FUSED(Q5_0, 0) QUANT_FUSED(Q4_1, 0) QUANT_FUSED(Q5_1, 0)
-QUANT_FUSED(Q4_K, 0) QUANT_FUSED(Q5_K, 0) QUANT_FUSED(Q6_K, 0)
-
-static quant_tile_fn fused_kernel(tl_ggml_type t, int full) {
-    switch (t) {
-    case TL_TYPE_Q8_0: return full ? fused_4_Q8_0 : fused_1_Q8_0;
-    case TL_TYPE_Q4_0: return full ? fused_4_Q4_0 : fused_1_Q4_0;
-    case TL_TYPE_Q5_0: return full ? fused_4_Q5_0 : fused_1_Q5_0;
-    case TL_TYPE_Q4_1: return full ? fused_4_Q4_1 : fused_1_Q4_1;
-    case TL_TYPE_Q5_1: return full ? fused_4_Q5_1 : fused_1_Q5_1;
-    case TL_TYPE_Q4_K: return full ? fused_4_Q4_K : fused_1_Q4_K;
-    case TL_TYPE_Q5_K: return full ? fused_4_Q5_K : fused_1_Q5_K;
-    case TL_TYPE_Q6_K: return full ? fused_4_Q6_K : fused_1_Q6_K;
-    default: return NULL;
-    }
-}
-static const pf_tile_fn quant_tiles[2][2] = {{quant_tile_1_1, quant_tile_1_2}, {quant_tile_4_1, quant_tile_4_2}};
-
-/* One row unpacked for the prefill tile: codes (Q8_0: |w| and the int8
- * weights), ws spread to 8 lanes per block, wm. */
-TARGET static void pf_unpack(tl_ggml_type t, const uint8_t *src, int64_t n_in, int signed_codes, uint8_t *code,
-                             int8_t *sgn, float *ws, float *wse, float *wm) {
-    int64_t nb = n_in / QK32;
-    tl_unpack_row_avx2(t, src, n_in, code, ws, wm);
-    const __m256i half_idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), flip = _mm256_set1_epi8((char)0x80);
+/* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P. code: 8 x
+ * code_stride bytes, ws / wm: 8 rows of ws_stride / wm_stride floats. */
+TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, int has_min, uint8_t *code,
+                              size_t code_stride, float *ws, size_t ws_stride, float *wm, size_t wm_stride,
+                              panel *P) {
+    const int64_t nb = W->n_in / QK32;
+    for (int r = 0; r < R; r++)
+        tl_unpack_row_avx2(W->type, (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes, W->n_in,
+                           code + r * code_stride, ws + r * ws_stride, wm + r * wm_stride);
+    const __m256i offv = _mm256_set1_epi8((char)offset);
     for (int64_t b = 0; b < nb; b++) {
-        __m128 two = _mm_castpd_ps(_mm_load_sd((const double *)(ws + 2 * b)));
-        _mm256_storeu_ps(wse + 8 * b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), half_idx));
-        if (signed_codes) {
-            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(code + 32 * b)), flip);
-            _mm256_storeu_si256((__m256i *)(sgn + 32 * b), v);
-            _mm256_storeu_si256((__m256i *)(code + 32 * b), _mm256_abs_epi8(v));
+        __m256i v[PANEL];
+        UNROLL8 for (int r = 0; r < PANEL; r++)
+            v[r] = _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(code + (r < R ? r : 0) * code_stride + 32 * b)), offv);
+        transpose8_epi32(v);
+        UNROLL8 for (int g = 0; g < PANEL; g++) {
+            _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
+            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), _mm256_abs_epi8(v[g]));
         }
+    }
+    panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
+}
+
+/* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
+ * registers; pws / pwm in the panel layout. */
+TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int R, int offset, const float *pws,
+                               const float *pwm, int has_min, const tl_act *A, int64_t t, float *y) {
+    const int64_t nb = A->nb;
+    const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)offset);
+    const int8_t *xq = A->q + t * A->n_in;
+    const float *xd = A->d + t * nb;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * b)), l[PANEL];
+        if (type == TL_TYPE_Q8_0) {
+            UNROLL8 for (int r = 0; r < PANEL; r++) {
+                __m256i w = signed_block(type, raw[r], b, offv);
+                l[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w)), ones);
+            }
+        } else {
+            /* unsigned codes (<= 63) times x, less offset x the lane's 4 activations: the same integers */
+            __m256i xo = _mm256_madd_epi16(_mm256_maddubs_epi16(offv, x), ones);
+            UNROLL8 for (int r = 0; r < PANEL; r++)
+                l[r] = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(codes_block(type, raw[r], b), x), ones), xo);
+        }
+        /* lane sums of rows 2i, 2i+1 pairwise, then of 4 rows: [rows 0-3, half 0 | rows 0-3, half 1] */
+        __m256i a[4];
+        UNROLL for (int i = 0; i < 4; i++)
+            a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(l[2 * i], l[2 * i + 1]), _mm256_unpackhi_epi32(l[2 * i], l[2 * i + 1]));
+        __m256i q0 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
+        __m256i q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
+        __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
+        __m256 d = _mm256_broadcast_ss(xd + b);
+        __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(h0), _mm256_loadu_ps(pws + PANEL * (2 * b)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(f0, d));
+        __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(h1), _mm256_loadu_ps(pws + PANEL * (2 * b + 1)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(f1, d));
+    }
+    store_rows(acc, pwm, has_min, A->dsum + t * nb, nb, y, R);
+}
+
+/* One instantiation per type, so codes_block's switch folds away. */
+#define DIRECT(TY)                                                                                          \
+    TARGET static void direct_##TY(const uint8_t *const *raw, int R, int offset, const float *pws,           \
+                                   const float *pwm, int has_min, const tl_act *A, int64_t t, float *y) {   \
+        direct_rows(TL_TYPE_##TY, raw, R, offset, pws, pwm, has_min, A, t, y);                              \
+    }
+DIRECT(Q8_0) DIRECT(Q4_0) DIRECT(Q5_0) DIRECT(Q4_1) DIRECT(Q5_1) DIRECT(Q4_K) DIRECT(Q5_K) DIRECT(Q6_K)
+typedef void (*direct_fn)(const uint8_t *const *, int, int, const float *, const float *, int, const tl_act *,
+                          int64_t, float *);
+
+static direct_fn direct_kernel(tl_ggml_type t) {
+    switch (t) {
+    case TL_TYPE_Q8_0: return direct_Q8_0;
+    case TL_TYPE_Q4_0: return direct_Q4_0;
+    case TL_TYPE_Q5_0: return direct_Q5_0;
+    case TL_TYPE_Q4_1: return direct_Q4_1;
+    case TL_TYPE_Q5_1: return direct_Q5_1;
+    case TL_TYPE_Q4_K: return direct_Q4_K;
+    case TL_TYPE_Q5_K: return direct_Q5_K;
+    case TL_TYPE_Q6_K: return direct_Q6_K;
+    default: return NULL; /* MXFP4: always through the panel */
     }
 }
 
@@ -408,46 +456,39 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
     size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
     size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    size_t wse_stride = (size_t)(8 * nb + 15) / 16 * 16;
-    size_t row_bytes = 2 * code_stride + 4 * (ws_stride + wm_stride + wse_stride);
-    uint8_t *buf = aligned_alloc(64, ROWS * row_bytes);
+    /* per thread: 8 unpacked rows, their scales, and the panel */
+    size_t bytes = PANEL * code_stride + 4 * PANEL * (ws_stride + wm_stride) + 2 * PANEL * code_stride +
+                   4 * PANEL * (2 * (size_t)nb + (size_t)nb) + 128;
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!buf) return;
+    uint8_t *code = buf;
+    float *ws = (float *)(code + PANEL * code_stride), *wm = ws + PANEL * ws_stride;
+    panel P;
+    P.w = (int8_t *)(wm + PANEL * wm_stride);
+    P.wabs = (uint8_t *)P.w + PANEL * code_stride;
+    P.ws = (float *)(P.wabs + PANEL * code_stride);
+    P.wm = P.ws + PANEL * 2 * nb;
+    memset(P.ws, 0, sizeof(float) * PANEL * 3 * (size_t)nb); /* lanes past R of a short panel stay finite */
     tl_unpack_info info = tl_unpack_info_of(W->type);
-    int signed_codes = info.offset == 128;
-    qrows w;   /* decode */
-    pf_rows pw; /* prefill */
-    w.has_min = pw.has_min = info.has_min;
-    w.offset = pw.offset = info.offset;
-    float *ws[ROWS];
-    for (int r = 0; r < ROWS; r++) {
-        uint8_t *rb = buf + r * row_bytes;
-        w.code[r] = pw.code[r] = rb;
-        pw.sgn[r] = (int8_t *)(rb + code_stride);
-        ws[r] = (float *)(rb + 2 * code_stride);
-        w.ws[r] = ws[r];
-        w.wm[r] = pw.wm[r] = ws[r] + ws_stride;
-        pw.wse[r] = ws[r] + ws_stride + wm_stride;
-    }
+    int small = info.offset != 128; /* |w| <= 32 */
+    direct_fn direct = direct_kernel(W->type);
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
-        for (int64_t o = o0; o < o1;) {
-            int R = o1 - o >= ROWS ? ROWS : 1;
-            for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            quant_tile_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
-            if (fused) {
-                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, ws[r], (float *)w.wm[r]);
-                fused(&w, signed_codes, A, tc, Y + tc * n_out + o, n_out);
-                o += R;
+        for (int64_t o = o0; o < o1; o += PANEL) {
+            int R = o1 - o < PANEL ? (int)(o1 - o) : PANEL;
+            if (direct && tc_end - tc <= DIRECT_MAX_TOK) {
+                const uint8_t *raw[PANEL];
+                for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
+                for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
+                for (int64_t t = tc; t < tc_end; t++)
+                    direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o);
                 continue;
             }
-            for (int r = 0; r < R; r++)
-                pf_unpack(W->type, w.raw[r], n_in, signed_codes, (uint8_t *)pw.code[r], (int8_t *)pw.sgn[r], ws[r],
-                          (float *)pw.wse[r], (float *)pw.wm[r]);
-            for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
-                int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                quant_tiles[R == ROWS][T - 1](&pw, signed_codes, A, t, Y + t * n_out + o, n_out);
+            panel_pack(W, o, R, info.offset, info.has_min, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
+            for (int64_t t = tc; t < tc_end; t += PF_TOK) {
+                int T = tc_end - t >= PF_TOK ? PF_TOK : (int)(tc_end - t);
+                panel_tiles[T - 1](&P, small, info.has_min, A, t, Y + t * n_out + o, n_out, R);
             }
-            o += R;
         }
     }
     free(buf);
