@@ -47,6 +47,12 @@ typedef struct tl_server_params {
     int max_client_conns;     /* connections per client address; 0: 64 (of 512 in all) */
     double drain_timeout_s;   /* on stop: how long running requests may finish; 0: 30 s */
     FILE *log;                /* one line per request; NULL: quiet */
+    /* Instead of the model's tokenizer.chat_template, for chat completions and
+     * decisions (docs/templates.md): a built-in family ("chatml", "llama3",
+     * "llama2", "gemma", "phi3"), or Jinja source (wins). Both NULL: the
+     * model's. Checked by tl_server_new; must outlive the server. */
+    const char *chat_template;
+    const char *chat_template_jinja;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

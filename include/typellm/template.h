@@ -29,6 +29,7 @@
 
 #include "common.h"
 #include "util.h"
+#include "vocab.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,6 +94,41 @@ typedef struct tl_template_info {
  * a reasoning block (TL_ERR_UNSUPPORTED); out->family and out->reasoning are
  * still filled from the template's text. */
 TL_API tl_status tl_template_describe(const char *src, size_t len, tl_template_info *out, tl_error *err);
+
+/* ---- prompts for generation: a conversation in the model's own template ----
+ * What `typellm generate --messages` and the server's /v1/chat/completions
+ * start generating from: the conversation rendered with the model's
+ * tokenizer.chat_template (or an override) and add_generation_prompt, then
+ * tokenized as transformers, SGLang and llama.cpp tokenize a rendered chat:
+ * special-token texts parsed, BOS first when the tokenizer adds one and the
+ * rendering did not already write it. A GGUF without a template (and no
+ * override) reads a plain transcript: "User: ...\n\nAssistant: ...\n\n"
+ * ending in "Assistant:", system messages opening the first user turn. */
+typedef struct tl_chat_prompt_opts {
+    const char *template_name;  /* built-in family instead of the model's template ("chatml", "llama3",
+                                   "llama2"/"mistral", "gemma", "phi3"), or NULL */
+    const char *template_jinja; /* Jinja source instead of the model's template, or NULL (wins over template_name) */
+    const char *vars_json;      /* extra template variables ({"enable_thinking": false}, ...), or NULL */
+    bool add_generation_prompt; /* open the assistant's turn (true to generate a reply) */
+} tl_chat_prompt_opts;
+
+typedef struct tl_chat_prompt {
+    tl_strbuf text;        /* the rendering, byte for byte what `typellm template` prints */
+    int32_t *ids;          /* text tokenized (see above); tl_free */
+    size_t n_ids;
+    char template_used[48]; /* "model", "given", "builtin:chatml", ..., "plain" */
+} tl_chat_prompt;
+
+/* Renders messages_json (an array of {"role", "content", ...}) for the
+ * tokenizer v with o (NULL: the model's template, add_generation_prompt).
+ * Errors: TL_ERR_INVALID for bad JSON, a role or content a built-in framing
+ * cannot write, and template runtime errors (a raise_exception message as the
+ * template wrote it, after "the model's chat template: "); TL_ERR_FORMAT for a template syntax error (line:column);
+ * TL_ERR_LIMIT past a render bound. Messages name the template used. On
+ * failure *out is empty. Free with tl_chat_prompt_free. */
+TL_API tl_status tl_chat_prompt_build(const tl_vocab *v, const char *messages_json, const tl_chat_prompt_opts *o,
+                                      tl_chat_prompt *out, tl_error *err);
+TL_API void tl_chat_prompt_free(tl_chat_prompt *p);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,14 @@ tl_status tl_cli_model_load(const char *cmd, const char *path, bool no_mmap, tl_
 bool tl_cli_parse_ids(const char *cmd, const char *s, int32_t **ids, size_t *n);
 /* "typellm CMD: msg" on stderr, without a repeated "CMD: " prefix. */
 void tl_cli_error(const char *cmd, const char *msg);
+/* --chat-template NAME|FILE.jinja: a value with a '/' or ending in .jinja
+ * is read as a template file into *jinja (malloc'd), else it names a
+ * built-in family in *name (checked where it is used). */
+#define TL_CLI_MAX_TEMPLATE_BYTES ((size_t)16 << 20)
+tl_status tl_cli_chat_template(const char *arg, const char **name, char **jinja, tl_error *err);
+/* --var NAME=JSON (TL_OPT_CALL; dest is a jansson object the value joins). */
+#define TL_CLI_MAX_VARS 64
+bool tl_cli_var(const char *value, void *dest, const char **why);
 
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_tokenize(int argc, char **argv);

@@ -136,15 +136,8 @@ int tl_cmd_decide(int argc, char **argv) {
     tl_backend *b = NULL;
     char *template_src = NULL;
     tl_status st = TL_OK;
-    const char *ct = a.opts.chat_template;
-    if (ct && (strchr(ct, '/') || (strlen(ct) > 6 && !strcmp(ct + strlen(ct) - 6, ".jinja")))) {
-        size_t tlen;
-        st = tl_read_file(ct, MAX_SCHEMA_BYTES, &template_src, &tlen, &err);
-        if (!st && strlen(template_src) != tlen)
-            st = tl_error_set(&err, TL_ERR_INVALID, "%s: template contains a NUL byte", ct);
-        a.opts.chat_template_jinja = template_src;
-        a.opts.chat_template = NULL;
-    }
+    st = tl_cli_chat_template(a.opts.chat_template, &a.opts.chat_template, &template_src, &err);
+    a.opts.chat_template_jinja = template_src;
     if (!st)
         st = load_schema(a.schema_path, &a.opts, &schema, &err);
     if (!st) {

@@ -8,12 +8,18 @@
  * are the model's own (log-softmax of the raw logits), whatever the sampling
  * settings. Sampling: temperature 0 = greedy (ties: lowest id); otherwise
  * top-k, then top-p over the temperature-scaled distribution, with a seeded
- * generator, so a given seed always gives the same text. */
+ * generator, so a given seed always gives the same text.
+ *
+ * --messages renders a conversation with the model's own chat template
+ * (tl_chat_prompt_build: the same prompt the server's chat completions
+ * generate from), so the text generated is the assistant's reply. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "cli/cli.h"
 #include "typellm/typellm.h"
@@ -42,7 +48,9 @@ static int32_t sample(sampler *sm, const float *logits, int32_t n_vocab, double 
 /* ---- the command ------------------------------------------------------------ */
 
 int tl_cmd_generate(int argc, char **argv) {
-    const char *model_path = NULL, *prompt_file = NULL, *prompt_text = NULL;
+    const char *model_path = NULL, *prompt_file = NULL, *prompt_text = NULL, *messages_path = NULL;
+    const char *chat_template = NULL;
+    json_t *vars = json_object();
     long n_gen = 128, threads = 0, n_ctx = 0, top_k = 40;
     sampler sm = {.temperature = 0.8, .filter = {.top_p = 0.95}, .state = 42};
     bool json = false, ignore_eos = false, no_mmap = false;
@@ -51,6 +59,14 @@ int tl_cmd_generate(int argc, char **argv) {
         {'p', "prompt", TL_OPT_STR, &prompt_text, .metavar = "TEXT", .help = "the prompt"},
         {'f', "file", TL_OPT_STR, &prompt_file, .metavar = "F", .alias = "prompt-file",
          .help = "read the prompt from F ('-' = stdin; also --prompt-file)"},
+        {0, "messages", TL_OPT_STR, &messages_path, .metavar = "MSGS.json",
+         .help = "chat: a conversation ([{\"role\", \"content\"}], '-' = stdin) rendered with the model's chat "
+                 "template and the assistant's turn opened"},
+        {0, "chat-template", TL_OPT_STR, &chat_template, .metavar = "NAME|FILE.jinja",
+         .help = "with --messages: a built-in family (chatml, llama3, llama2, gemma, phi3) or a template file "
+                 "instead of the model's"},
+        {0, "var", TL_OPT_CALL, vars, .call = tl_cli_var, .metavar = "NAME=JSON",
+         .help = "with --messages: a template variable, e.g. enable_thinking=false (repeatable)"},
         {'n', "n-predict", TL_OPT_LONG, &n_gen, .min = 0, .max = 1 << 30, .metavar = "N",
          .help = "tokens to generate (default 128)"},
         {0, "temperature", TL_OPT_DOUBLE, &sm.temperature, .min = 0, .max = 1e6, .metavar = "T", .alias = "temp",
@@ -67,20 +83,26 @@ int tl_cmd_generate(int argc, char **argv) {
         {0},
     };
     const tl_opt_cmd cmd = {
-        "generate", "-m M (-p TEXT | -f FILE) [-n N] [options]",
+        "generate", "-m M (-p TEXT | -f FILE | --messages MSGS.json) [-n N] [options]",
         "generate up to N tokens after the prompt (tokenized with BOS when the model asks, special tokens\n"
-        "  parsed; an empty prompt is BOS alone), streamed to stdout",
+        "  parsed; an empty prompt is BOS alone), or after a conversation rendered with the model's chat\n"
+        "  template, streamed to stdout",
         .opts = opts,
         .epilog = "  progress goes to stderr when it is a terminal, on its own line at the end when stdout is\n"
                   "  the same terminal (the streamed text is never overwritten)\n"};
-    int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
-    if (prc != TL_OPT_OK)
-        return tl_opt_exit(prc);
+    int prc = vars ? tl_opt_parse(&cmd, argc, argv, NULL, NULL) : TL_OPT_USAGE;
     model_path = tl_cli_model(model_path);
-    if (!model_path)
-        return tl_opt_fail(&cmd, "no model: pass -m/--model PATH or set TYPELLM_MODEL");
-    if (!prompt_file == !prompt_text)
-        return tl_opt_fail(&cmd, "give the prompt with -p/--prompt TEXT or -f/--file FILE (one of them)");
+    if (prc == TL_OPT_OK && !model_path)
+        prc = tl_opt_fail(&cmd, "no model: pass -m/--model PATH or set TYPELLM_MODEL");
+    if (prc == TL_OPT_OK && !!prompt_file + !!prompt_text + !!messages_path != 1)
+        prc = tl_opt_fail(&cmd, "give the prompt with -p/--prompt TEXT, -f/--file FILE or --messages MSGS.json "
+                                "(one of them)");
+    if (prc == TL_OPT_OK && !messages_path && (chat_template || json_object_size(vars)))
+        prc = tl_opt_fail(&cmd, "--chat-template and --var apply to --messages");
+    if (prc != TL_OPT_OK) {
+        json_decref(vars);
+        return tl_opt_exit(prc);
+    }
     sm.filter.top_k = (int32_t)top_k;
     tl_error err = {0};
     tl_model *m = NULL;
@@ -89,7 +111,7 @@ int tl_cmd_generate(int argc, char **argv) {
     const tl_vocab *v = tl_model_vocab(m);
     int32_t n_vocab = tl_model_n_vocab(m);
     int rc = 1;
-    char *text = NULL;
+    char *text = NULL, *template_src = NULL, *vars_text = NULL;
     size_t len = 0;
     int32_t *prompt = NULL, *seq = NULL;
     size_t n_prompt = 0;
@@ -103,12 +125,27 @@ int tl_cmd_generate(int argc, char **argv) {
         tl_cli_error("generate", "out of memory");
         goto done;
     }
-    if (prompt_file && tl_read_file(prompt_file, MAX_PROMPT_BYTES, &text, &len, &err) != TL_OK) {
+    const char *in_path = prompt_file ? prompt_file : messages_path;
+    if (in_path && tl_read_file(in_path, MAX_PROMPT_BYTES, &text, &len, &err) != TL_OK) {
         tl_cli_error("generate", err.msg);
         goto done;
     }
-    if (tl_vocab_tokenize(v, text ? text : prompt_text, text ? len : strlen(prompt_text), true, true, &prompt,
-                          &n_prompt, &err) != TL_OK) {
+    if (messages_path) {
+        tl_chat_prompt_opts po = {.add_generation_prompt = true};
+        tl_chat_prompt cp;
+        vars_text = json_object_size(vars) ? json_dumps(vars, JSON_COMPACT) : NULL;
+        po.vars_json = vars_text;
+        if (tl_cli_chat_template(chat_template, &po.template_name, &template_src, &err) != TL_OK ||
+            (po.template_jinja = template_src, tl_chat_prompt_build(v, text, &po, &cp, &err)) != TL_OK) {
+            tl_cli_error("generate", err.msg);
+            goto done;
+        }
+        prompt = cp.ids;
+        n_prompt = cp.n_ids;
+        cp.ids = NULL;
+        tl_chat_prompt_free(&cp);
+    } else if (tl_vocab_tokenize(v, text ? text : prompt_text, text ? len : strlen(prompt_text), true, true, &prompt,
+                                 &n_prompt, &err) != TL_OK) {
         tl_cli_error("generate", err.msg);
         goto done;
     }
@@ -194,6 +231,9 @@ int tl_cmd_generate(int argc, char **argv) {
     }
     rc = fflush(stdout) ? 1 : 0;
 done:
+    json_decref(vars);
+    free(template_src);
+    free(vars_text);
     tl_strbuf_free(&out);
     tl_session_free(s);
     free(seq);

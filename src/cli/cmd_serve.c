@@ -34,7 +34,8 @@ static char *read_key_file(const char *path, tl_error *err) {
 }
 
 int tl_cmd_serve(int argc, char **argv) {
-    const char *model_arg = NULL, *hf = NULL, *key_file = NULL;
+    const char *model_arg = NULL, *hf = NULL, *key_file = NULL, *chat_template = NULL;
+    char *template_src = NULL;
     tl_server_params p;
     memset(&p, 0, sizeof p);
     long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
@@ -68,6 +69,8 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "requests in flight before 429 (default 64)"},
         {0, "timeout", TL_OPT_LONG, &timeout, .min = 1, .max = 1 << 20, .metavar = "S",
          .help = "per-request timeout in seconds (default 300)"},
+        {0, "chat-template", TL_OPT_STR, &chat_template, .metavar = "NAME|FILE.jinja",
+         .help = "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a file"},
         {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
         TL_OPT_NO_MMAP(&no_mmap),
         {0},
@@ -100,9 +103,16 @@ int tl_cmd_serve(int argc, char **argv) {
         }
         p.api_key = key_buf;
     }
+    if (tl_cli_chat_template(chat_template, &p.chat_template, &template_src, &err) != TL_OK) {
+        tl_cli_error("serve", err.msg);
+        free(key_buf);
+        return 1;
+    }
+    p.chat_template_jinja = template_src;
     if (tl_model_resolve(model_arg, hf, &model_path, &err) != TL_OK) {
         tl_cli_error("serve", err.msg);
         free(key_buf);
+        free(template_src);
         return 1;
     }
     p.model_path = model_path;
@@ -120,6 +130,7 @@ int tl_cmd_serve(int argc, char **argv) {
     if (tl_cli_model_load("serve", model_path, no_mmap, &m) != TL_OK) {
         free(model_path);
         free(key_buf);
+        free(template_src);
         return 1;
     }
     tl_server *s = NULL;
@@ -129,6 +140,7 @@ int tl_cmd_serve(int argc, char **argv) {
         tl_model_free(m);
         free(model_path);
         free(key_buf);
+        free(template_src);
         return 1;
     }
     printf("listening on http://%s:%d (model %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s),
@@ -141,5 +153,6 @@ int tl_cmd_serve(int argc, char **argv) {
     tl_model_free(m);
     free(model_path);
     free(key_buf);
+    free(template_src);
     return 0;
 }

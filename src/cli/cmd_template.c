@@ -11,12 +11,11 @@
 #include "cli/cli.h"
 
 #define MAX_FILE_BYTES ((size_t)64 << 20)
-#define MAX_VARS 64
 
 static void usage(FILE *f) {
     fprintf(f, "usage: typellm template (--model M.gguf | --template FILE.jinja) --messages MSGS.json\n"
                "                        [--add-generation-prompt] [--bos TEXT] [--eos TEXT]\n"
-               "                        [--tools TOOLS.json] [--var NAME=JSON ...]\n"
+               "                        [--tools TOOLS.json] [--var NAME=JSON ...] [--now UNIX_SECONDS]\n"
                "  --model M.gguf           render the model's tokenizer.chat_template; BOS/EOS texts\n"
                "                           default to the model's tokens\n"
                "  --template FILE.jinja    render this template file\n"
@@ -25,6 +24,7 @@ static void usage(FILE *f) {
                "  --bos TEXT, --eos TEXT   the bos_token / eos_token variables\n"
                "  --tools TOOLS.json       the tools variable (default None)\n"
                "  --var NAME=JSON          an extra variable, e.g. --var enable_thinking=false\n"
+               "  --now UNIX_SECONDS       the time strftime_now reads (default: the clock, UTC)\n"
                "Prints the rendering with no added newline; exits 1 with the template's error.\n");
 }
 
@@ -90,6 +90,7 @@ int tl_cmd_template(int argc, char **argv) {
     const char *model = NULL, *tpl_path = NULL, *msgs_path = NULL, *tools_path = NULL;
     const char *bos_arg = NULL, *eos_arg = NULL;
     bool gen = false;
+    tl_template_opts topts = {0};
     json_t *vars = json_object();
     int rc = 2;
     char *tpl = NULL, *bos = NULL, *eos = NULL, *msgs_text = NULL, *tools_text = NULL, *vars_text = NULL;
@@ -115,25 +116,22 @@ int tl_cmd_template(int argc, char **argv) {
             bos_arg = argv[++i];
         } else if (!strcmp(a, "--eos") && has_value) {
             eos_arg = argv[++i];
+        } else if (!strcmp(a, "--now") && has_value) {
+            char *end;
+            topts.now_unix = strtoll(argv[++i], &end, 10);
+            topts.fixed_now = true;
+            if (!*argv[i] || *end) {
+                fprintf(stderr, "typellm template: --now %s: expected seconds since the epoch\n", argv[i]);
+                goto out;
+            }
         } else if (!strcmp(a, "--add-generation-prompt")) {
             gen = true;
         } else if (!strcmp(a, "--var") && has_value) {
-            const char *kv = argv[++i], *eq = strchr(kv, '=');
-            json_error_t je;
-            json_t *v = eq ? json_loads(eq + 1, JSON_DECODE_ANY, &je) : NULL;
-            if (!eq || eq == kv || !v) {
-                fprintf(stderr, "typellm template: --var %s: expected NAME=JSON (e.g. enable_thinking=false)%s%s\n", kv,
-                        eq && !v ? ": " : "", eq && !v ? je.text : "");
+            const char *why = NULL;
+            if (!tl_cli_var(argv[++i], vars, &why)) {
+                fprintf(stderr, "typellm template: --var %s: %s\n", argv[i], why);
                 goto out;
             }
-            if (json_object_size(vars) >= MAX_VARS) {
-                json_decref(v);
-                fprintf(stderr, "typellm template: more than %d --var options\n", MAX_VARS);
-                goto out;
-            }
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
-            json_object_set_new(vars, name, v);
         } else {
             fprintf(stderr, "typellm template: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -180,7 +178,7 @@ int tl_cmd_template(int argc, char **argv) {
                                 .eos_token = eos_arg ? eos_arg : eos,
                                 .tools_json = tools_text,
                                 .vars_json = vars_text};
-    if (tl_template_render_chat(t, &req, NULL, &out, &err) != TL_OK) {
+    if (tl_template_render_chat(t, &req, &topts, &out, &err) != TL_OK) {
         fprintf(stderr, "typellm template: %s\n", err.msg);
         goto out;
     }

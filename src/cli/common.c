@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 
 const char *tl_cli_model(const char *arg) {
@@ -84,5 +86,44 @@ bool tl_cli_parse_ids(const char *cmd, const char *s, int32_t **ids, size_t *n) 
     }
     *ids = v;
     *n = count;
+    return true;
+}
+
+tl_status tl_cli_chat_template(const char *arg, const char **name, char **jinja, tl_error *err) {
+    *name = NULL;
+    *jinja = NULL;
+    if (!arg)
+        return TL_OK;
+    size_t n = strlen(arg);
+    if (!strchr(arg, '/') && !(n > 6 && !strcmp(arg + n - 6, ".jinja"))) {
+        *name = arg;
+        return TL_OK;
+    }
+    size_t len;
+    tl_status st = tl_read_file(arg, TL_CLI_MAX_TEMPLATE_BYTES, jinja, &len, err);
+    if (!st && strlen(*jinja) != len) {
+        free(*jinja);
+        *jinja = NULL;
+        st = tl_error_set(err, TL_ERR_INVALID, "%s: the template contains a NUL byte", arg);
+    }
+    return st;
+}
+
+bool tl_cli_var(const char *value, void *dest, const char **why) {
+    json_t *vars = dest;
+    const char *eq = strchr(value, '=');
+    json_t *v = eq && eq > value ? json_loads(eq + 1, JSON_DECODE_ANY, NULL) : NULL;
+    if (!v) {
+        *why = "expected NAME=JSON (e.g. enable_thinking=false)";
+        return false;
+    }
+    if (json_object_size(vars) >= TL_CLI_MAX_VARS) {
+        json_decref(v);
+        *why = "too many --var options";
+        return false;
+    }
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - value), value);
+    json_object_set_new(vars, key, v);
     return true;
 }

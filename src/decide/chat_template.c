@@ -122,6 +122,33 @@ void tl_chat_derived_free(tl_chat_derived *d) {
     memset(d, 0, sizeof *d);
 }
 
+/* The text a template writes between reasoning and the answer of a turn
+ * (the reasoning family k's closing tag and what follows it), read off an
+ * assistant turn rendered with its reasoning as reasoning_content or as a
+ * {"type": "thinking"} content block; NULL when neither shows it. Points
+ * into scratch. */
+static const char *reasoning_close(const tl_template *t, size_t k, json_t *vars, const tl_chat_derive_opts *o,
+                                   tl_strbuf *scratch, size_t *len) {
+    static const char *const with_reasoning[] = {
+        "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\",\"content\":\"" MARK_A1
+        "\",\"reasoning_content\":\"" MARK_R "\"}]",
+        "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\",\"content\":[{\"type\":"
+        "\"thinking\",\"thinking\":\"" MARK_R "\"},{\"type\":\"text\",\"text\":\"" MARK_A1 "\"}]}]"};
+    for (size_t i = 0; i < 2; i++) {
+        tl_error ignored = {0};
+        if (probe(t, with_reasoning[i], false, vars, o, scratch, &ignored))
+            continue;
+        const char *rr = strstr(tl_strbuf_cstr(scratch), MARK_R);
+        const char *aa = rr ? strstr(rr, MARK_A1) : NULL;
+        const char *c = rr ? strstr(rr, reasoning_tags[k][1]) : NULL;
+        if (aa && c && c < aa) {
+            *len = (size_t)(aa - (rr + strlen(MARK_R)));
+            return rr + strlen(MARK_R);
+        }
+    }
+    return NULL;
+}
+
 tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opts *o, tl_chat_derived *out,
                          tl_error *err) {
     memset(out, 0, sizeof *out);
@@ -172,25 +199,15 @@ tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opt
         snprintf(out->thinking, sizeof out->thinking, "%s", strstr(tpl, "enable_thinking") ? "enable_thinking=false"
                                                            : strstr(tpl, "reasoning_effort") ? "reasoning_effort=low"
                                                                                              : "thinking off");
-    for (size_t k = 0; k < N_REASONING_TAGS; k++) {
+    bool closed = false; /* the generation prompt leaves a block open, now closed */
+    for (size_t k = 0; k < N_REASONING_TAGS && !closed; k++) {
         const char *open = last_of(gen, gen_len, reasoning_tags[k][0]);
         if (!open || strstr(open, reasoning_tags[k][1]))
             continue;
         /* open: close it as the template closes a reasoning block it renders */
-        out->reasoning = true;
-        static const char with_reasoning[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\","
-                                             "\"content\":\"" MARK_A1 "\",\"reasoning_content\":\"" MARK_R "\"}]";
-        const char *close_text = NULL;
+        out->reasoning = closed = true;
         size_t close_len = 0;
-        if (!probe(t, with_reasoning, false, vars, o, &r3, err)) {
-            const char *rr = strstr(tl_strbuf_cstr(&r3), MARK_R);
-            const char *aa = rr ? strstr(rr, MARK_A1) : NULL;
-            const char *c = rr ? strstr(rr, reasoning_tags[k][1]) : NULL;
-            if (aa && c && c < aa) {
-                close_text = rr + strlen(MARK_R);
-                close_len = (size_t)(aa - close_text);
-            }
-        }
+        const char *close_text = reasoning_close(t, k, vars, o, &r3, &close_len);
         tl_strbuf fallback = TL_STRBUF_INIT;
         if (!close_text) {
             /* the family's closing tag after a blank reasoning line */
@@ -207,7 +224,6 @@ tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opt
             st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
             goto out;
         }
-        break;
     }
     if (gen_len >= 18 && !memcmp(gen + gen_len - 18, "<|start|>assistant", 18) && strstr(tpl, "<|channel|>final")) {
         /* gpt-oss: the model would choose its channel; answers go in the final one */
@@ -225,6 +241,34 @@ tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opt
                           "--chat-template with another template, or --style record",
                           src);
         goto out;
+    }
+    /* A prompt that tells the model to reason in a block before answering
+     * (Ministral 3 Reasoning's default system prompt: "[THINK]...[/THINK]
+     * Here, provide a self-contained response") while its generation prompt
+     * opens none: the model's first token would open the block. The answer
+     * goes after an empty block, written as the template writes reasoning. */
+    for (size_t k = 0; k < N_REASONING_TAGS && !closed && !out->thinking[0]; k++) {
+        const char *tag_open = reasoning_tags[k][0], *tag_close = reasoning_tags[k][1];
+        if (!memmem(r1.buf, open_len, tag_open, strlen(tag_open)) || !memmem(r1.buf, open_len, tag_close, strlen(tag_close)) ||
+            memmem(q.buf, q.len, tag_close, strlen(tag_close)))
+            continue;
+        out->reasoning = true;
+        size_t close_len = 0;
+        const char *close_text = reasoning_close(t, k, vars, o, &r3, &close_len);
+        if (!close_text) {
+            st = tl_error_set(err, TL_ERR_UNSUPPORTED,
+                              "%s: its prompt tells the model to reason in %s...%s before answering, and no rendering "
+                              "shows how the template writes a reasoning block; labels would be scored where the "
+                              "model opens its reasoning. Use --chat-template with another template, or --style record",
+                              src, tag_open, tag_close);
+            goto out;
+        }
+        if (!tl_strbuf_puts(&q, tag_open) || !tl_strbuf_append(&q, close_text, close_len)) {
+            st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
+            goto out;
+        }
+        snprintf(out->thinking, sizeof out->thinking, "the prompt asks for %s...%s first; answered after an empty %s%s",
+                 tag_open, tag_close, tag_open, tag_close);
     }
     /* a second exchange: what closes an answered turn and opens the next question */
     static const char two_turns[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\","

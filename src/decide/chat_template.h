@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "typellm/common.h"
+#include "typellm/vocab.h"
 
 typedef enum tl_chat_family {
     TL_CHAT_NONE = 0, /* no template, or one we do not recognise */
@@ -50,6 +51,10 @@ tl_chat_family tl_chat_family_detect(const char *jinja);
 tl_chat_family tl_chat_family_by_name(const char *name);
 /* Framing of a family (NULL for TL_CHAT_NONE). */
 const tl_chat_framing *tl_chat_framing_of(tl_chat_family f);
+
+/* The text of token id as a template's bos_token / eos_token sees it
+ * (control tokens rendered); NULL when id < 0 or v is NULL. Caller frees. */
+char *tl_chat_token_text(const tl_vocab *v, int32_t id);
 
 /* ---- framing from a Jinja template ------------------------------------------------ */
 

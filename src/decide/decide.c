@@ -873,24 +873,11 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
 
 /* ---- options, given answers, labels -------------------------------------- */
 
-/* The BOS text the template's bos_token stands for, when the tokenizer is local. */
-static char *bos_text(const tl_backend *b, int32_t id) {
-    if (!b->vocab || id < 0)
-        return NULL;
-    size_t n = tl_vocab_token_bytes(b->vocab, id, true, NULL, 0);
-    char *s = malloc(n + 1);
-    if (s) {
-        tl_vocab_token_bytes(b->vocab, id, true, s, n + 1);
-        s[n] = 0;
-    }
-    return s;
-}
-
 /* Framing from the model's (or the given) Jinja template; TL_ERR_UNSUPPORTED
  * etc. when it cannot frame a decision. */
 static tl_status derive_framing(decide_run *r, const char *jinja, const char *source, tl_error *err) {
-    char *bos = r->b->vocab ? bos_text(r->b, tl_vocab_bos(r->b->vocab)) : NULL;
-    char *eos = r->b->vocab ? bos_text(r->b, tl_vocab_eos(r->b->vocab)) : NULL;
+    char *bos = r->b->vocab ? tl_chat_token_text(r->b->vocab, tl_vocab_bos(r->b->vocab)) : NULL;
+    char *eos = r->b->vocab ? tl_chat_token_text(r->b->vocab, tl_vocab_eos(r->b->vocab)) : NULL;
     tl_chat_derive_opts o = {.source = source,
                              .bos_text = bos,
                              .eos_text = eos,

@@ -143,11 +143,16 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
     tl_backend *b = NULL;
     tl_schema *ts = NULL;
     tl_decision *d = NULL;
+    tl_decide_opts o = opts ? *opts : (tl_decide_opts){0};
+    if (!o.chat_template && !o.chat_template_jinja) { /* the server's --chat-template */
+        o.chat_template_jinja = s->p.chat_template_jinja;
+        o.chat_template = o.chat_template_jinja ? NULL : s->p.chat_template;
+    }
     tl_status st = schema_of(schema, &ts, err);
     if (!st)
         st = tl_backend_shared_client(s->shared, &w, &b, err);
     if (!st)
-        st = tl_decide(b, context, context_len, ts, opts, &d, err);
+        st = tl_decide(b, context, context_len, ts, &o, &d, err);
     char *text = st ? NULL : tl_decision_to_json(d, 0);
     if (!st && !(text && (*result = json_loads(text, 0, NULL))))
         st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");

@@ -5,9 +5,10 @@
  * Both are translated into a /generate request (sglang_api.c's gen_run does
  * the sampling, stops, logprobs and batching through the shared backend), and its
  * result is reshaped: one item per choice (n), streamed as OpenAI's chunks
- * ending in `data: [DONE]`. Chat messages are framed by the model's chat
- * template family (decide/chat_template.h); a model without a recognised
- * template reads a plain "User: ... Assistant:" transcript.
+ * ending in `data: [DONE]`. Chat messages are rendered with the model's own
+ * chat template (tl_chat_prompt_build, typellm/template.h; the server's
+ * --chat-template overrides it); a model without a template reads a plain
+ * "User: ... Assistant:" transcript.
  *
  * response_format {"type":"json_schema"} is not generated token by token: the
  * schema is decided by tl_decide (every field a typed decision, so the reply
@@ -20,9 +21,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "decide/chat_template.h"
 #include "server/server_internal.h"
 #include "typellm/common.h"
+#include "typellm/template.h"
 #include "typellm/util.h"
 
 #define OAI_MAX_N 16            /* choices per request */
@@ -87,29 +88,21 @@ static bool message_text(const json_t *content, const char *where, tl_strbuf *ou
     return true;
 }
 
-static bool tokenize_append(const tl_server *s, const char *text, size_t n, bool first, bool special, json_t *ids,
-                            parse_failure *f) {
-    int32_t *t = NULL;
-    size_t nt = 0;
-    tl_error err = {0};
-    if (tl_vocab_tokenize(s->vocab, text, n, first, special, &t, &nt, &err) != TL_OK) {
-        fail_openai(f, 400, "messages", NULL, "messages: %s", err.msg);
-        return false;
-    }
-    for (size_t i = 0; i < nt; i++)
-        json_array_append_new(ids, json_integer(t[i]));
-    free(t);
-    return true;
-}
-
-/* The chat prompt's token ids: template framing parsed with special tokens,
- * message text without (so a message cannot forge a turn). System and
- * developer messages open the first user turn (the framings have no system
- * turn). Also returns the conversation as plain text (json_schema's context). */
-static bool chat_prompt(const tl_server *s, const json_t *msgs, json_t *ids, tl_strbuf *plain, parse_failure *f) {
-    const tl_chat_framing *fr = tl_chat_framing_of(tl_chat_family_detect(tl_vocab_chat_template(s->vocab)));
-    tl_strbuf sys = TL_STRBUF_INIT, text = TL_STRBUF_INIT, raw = TL_STRBUF_INIT;
-    bool ok = false, first = true, any_user = false;
+/* The chat prompt's token ids: the conversation rendered with the model's
+ * chat template (or the server's --chat-template), tokenized as SGLang and
+ * llama.cpp tokenize a rendered chat (tl_chat_prompt_build, template.h), so
+ * the prompt is exactly what `typellm template` prints for these messages.
+ * Content parts become one string (text parts joined by newlines); a
+ * developer message is a system message. Request field chat_template_kwargs
+ * (SGLang's and vLLM's extension, e.g. {"enable_thinking": false}) sets
+ * template variables. Also returns the conversation as a plain transcript
+ * (json_schema's decision context). */
+static bool chat_prompt(const tl_server *s, const json_t *root, const json_t *msgs, json_t *ids, tl_strbuf *plain,
+                        parse_failure *f) {
+    json_t *conv = json_array();
+    tl_strbuf text = TL_STRBUF_INIT;
+    char *conv_text = NULL, *vars_text = NULL;
+    bool ok = false, any_turn = false;
     size_t n = json_array_size(msgs), bytes = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *m = json_array_get(msgs, i);
@@ -136,55 +129,53 @@ static bool chat_prompt(const tl_server *s, const json_t *msgs, json_t *ids, tl_
         if (!message_text(json_object_get(m, "content"), wc, &text, f))
             goto out;
         bytes += text.len;
-        if (bytes / s->max_token_bytes > (size_t)s->p.max_tokens) { /* cannot fit: refuse before tokenizing */
+        if (bytes / s->max_token_bytes > (size_t)s->p.max_tokens) { /* cannot fit: refuse before rendering */
             fail_openai(f, 400, "messages", "context_length_exceeded",
                      "messages: %zu bytes of text are at least %zu tokens; this server accepts %d per request "
                      "(--max-tokens, --ctx-size)", bytes, bytes / s->max_token_bytes, s->p.max_tokens);
             goto out;
         }
-        tl_strbuf_printf(&raw, "%s%s: %s", raw.len ? "\n\n" : "", is_sys ? "System" : is_user ? "User" : "Assistant",
+        tl_strbuf_printf(plain, "%s%s: %s", plain->len ? "\n\n" : "", is_sys ? "System" : is_user ? "User" : "Assistant",
                          tl_strbuf_cstr(&text));
-        if (is_sys) {
-            tl_strbuf_printf(&sys, "%s%s", sys.len ? "\n\n" : "", tl_strbuf_cstr(&text));
-            continue;
-        }
-        if (is_user && sys.len && !any_user) {
-            tl_strbuf_puts(&sys, "\n\n");
-            tl_strbuf_append(&sys, text.buf ? text.buf : "", text.len);
-            tl_strbuf_clear(&text);
-            tl_strbuf_append(&text, sys.buf, sys.len);
-        }
-        any_user |= is_user;
-        const char *open = fr ? (is_user ? fr->user_open : fr->assistant_open) : (is_user ? "User: " : "Assistant: ");
-        const char *close = fr ? (is_user ? fr->user_close : fr->assistant_close) : "\n\n";
-        if (!tokenize_append(s, open, strlen(open), first, fr != NULL, ids, f) ||
-            !tokenize_append(s, text.buf ? text.buf : "", text.len, false, false, ids, f) ||
-            !tokenize_append(s, close, strlen(close), false, fr != NULL, ids, f))
-            goto out;
-        first = false;
+        any_turn |= is_user || is_sys;
+        json_array_append_new(conv, json_pack("{s:s,s:o}", "role", is_sys ? "system" : role, "content",
+                                              json_string_lossy(tl_strbuf_cstr(&text), text.len)));
     }
-    if (!any_user) {
-        if (sys.len) { /* only system messages: they are the user turn */
-            const char *open = fr ? fr->user_open : "User: ", *close = fr ? fr->user_close : "\n\n";
-            if (!tokenize_append(s, open, strlen(open), first, fr != NULL, ids, f) ||
-                !tokenize_append(s, sys.buf, sys.len, false, false, ids, f) ||
-                !tokenize_append(s, close, strlen(close), false, fr != NULL, ids, f))
-                goto out;
-            first = false;
-        } else {
-            fail_openai(f, 400, "messages", "invalid_value", "messages: at least one user or system message is required");
-            goto out;
-        }
-    }
-    const char *gen_open = fr ? fr->assistant_open : "Assistant:";
-    if (!tokenize_append(s, gen_open, strlen(gen_open), first, fr != NULL, ids, f))
+    if (!any_turn) {
+        fail_openai(f, 400, "messages", "invalid_value", "messages: at least one user or system message is required");
         goto out;
-    tl_strbuf_append(plain, raw.buf ? raw.buf : "", raw.len);
+    }
+    const json_t *kw = json_object_get(root, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw)) {
+        fail_openai(f, 400, "chat_template_kwargs", "invalid_type", "chat_template_kwargs: must be an object");
+        goto out;
+    }
+    conv_text = json_dumps(conv, JSON_COMPACT);
+    vars_text = json_is_object(kw) ? json_dumps(kw, JSON_COMPACT) : NULL;
+    tl_chat_prompt_opts po = {.template_name = s->p.chat_template,
+                              .template_jinja = s->p.chat_template_jinja,
+                              .vars_json = vars_text,
+                              .add_generation_prompt = true};
+    tl_chat_prompt cp;
+    tl_error err = {0};
+    tl_status st = conv_text ? tl_chat_prompt_build(s->vocab, conv_text, &po, &cp, &err)
+                             : tl_error_set(&err, TL_ERR_NOMEM, "out of memory");
+    if (st) {
+        int code = http_status_for(st, HTTP_API_OPENAI);
+        f->status = code;
+        f->body = openai_error_body(openai_error_type(code), "messages",
+                                    st == TL_ERR_LIMIT ? "context_length_exceeded" : NULL, err.msg);
+        goto out;
+    }
+    for (size_t i = 0; i < cp.n_ids; i++)
+        json_array_append_new(ids, json_integer(cp.ids[i]));
+    tl_chat_prompt_free(&cp);
     ok = true;
 out:
-    tl_strbuf_free(&sys);
+    json_decref(conv);
+    free(conv_text);
+    free(vars_text);
     tl_strbuf_free(&text);
-    tl_strbuf_free(&raw);
     return ok;
 }
 
@@ -396,7 +387,7 @@ static bool oai_request_parse(const tl_server *s, const tl_http_request *req, bo
         }
         json_t *ids = json_array();
         tl_strbuf plain = TL_STRBUF_INIT;
-        bool ok = chat_prompt(s, msgs, ids, &plain, f);
+        bool ok = chat_prompt(s, root, msgs, ids, &plain, f);
         r->context_len = plain.len;
         r->context = tl_strbuf_detach(&plain);
         tl_strbuf_free(&plain);
@@ -647,10 +638,9 @@ static void oai_ctx_free(oai_ctx *c) {
 }
 
 static int oai_error_for(tl_status st, int hs, const char *msg, json_t **body) {
-    int code = generate_error_status(st, hs);
-    const char *type = code == 504 ? "timeout_error" : code >= 500 ? "server_error" : "invalid_request_error";
-    const char *ecode = st == TL_ERR_LIMIT && code == 400 ? "context_length_exceeded" : NULL;
-    *body = openai_error_body(type, NULL, ecode, msg);
+    int code = generate_error_status(st, hs, HTTP_API_OPENAI);
+    const char *ecode = (st == TL_ERR_LIMIT || hs == 413) && code == 400 ? "context_length_exceeded" : NULL;
+    *body = openai_error_body(openai_error_type(code), NULL, ecode, msg);
     return code;
 }
 
@@ -699,12 +689,11 @@ static void answer_json_schema(oai_ctx *c, const tl_http_request *req, tl_http_r
     tl_status st = server_decide(c->s, req, c->rq.context, c->rq.context_len, c->rq.schema, NULL, &result, &err);
     tl_server_slot_release(c->s);
     if (st != TL_OK) {
-        bool bad = st == TL_ERR_SCHEMA || st == TL_ERR_INVALID || st == TL_ERR_UNSUPPORTED;
-        if (bad || st == TL_ERR_LIMIT)
-            reply_openai_error(r, 400, "invalid_request_error", bad ? "response_format.json_schema.schema" : "messages",
-                               bad ? "unsupported_schema" : "context_length_exceeded", "%s", err.msg);
-        else
-            reply_openai_error(r, http_status_for(st, HTTP_API_TYPED), "server_error", NULL, NULL, "%s", err.msg);
+        int code = http_status_for(st, HTTP_API_OPENAI);
+        bool limit = st == TL_ERR_LIMIT, bad = code == 400 && !limit;
+        reply_openai_error(r, code, openai_error_type(code),
+                           bad ? "response_format.json_schema.schema" : limit ? "messages" : NULL,
+                           bad ? "unsupported_schema" : limit ? "context_length_exceeded" : NULL, "%s", err.msg);
         return;
     }
     char *content = server_json_dumps(json_object_get(result, "values"), JSON_COMPACT);

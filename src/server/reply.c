@@ -81,6 +81,13 @@ void fail_openai(parse_failure *f, int status, const char *param, const char *co
     f->body = openai_error_body("invalid_request_error", param, code, msg);
 }
 
+const char *openai_error_type(int status) {
+    return status == 429 ? "rate_limit_error"
+           : status == 504 ? "timeout_error"
+           : status >= 500 ? "server_error"
+                           : "invalid_request_error";
+}
+
 json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg) {
     return json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", json_string_lossy(msg, strlen(msg)), "type", type,
                      "param", param ? json_string_lossy(param, strlen(param)) : json_null(), "code",
@@ -90,26 +97,24 @@ json_t *openai_error_body(const char *type, const char *param, const char *code,
 /* The one map from a library status to HTTP. The typed APIs (/v1/decide,
  * /v1/systemone) answer every bad-input status with a FastAPI-style 422; the
  * SGLang API answers bad sampling parameters and over-long inputs with 400,
- * as SGLang does; OpenAI's /v1/decisions answers questions the decision core
- * cannot frame with 422 and an input past the context with 400
- * context_length_exceeded (OpenAI's code). Statuses not listed are server
- * faults: 500. */
+ * as SGLang does; OpenAI's endpoints (/v1/decisions, chat, completions)
+ * answer every bad request 400 as OpenAI does, an input past the context with
+ * code context_length_exceeded. Statuses not listed are server faults: 500. */
 static const struct {
     tl_status st;
     int typed, sglang, openai;
     const char *error_type;  /* typed APIs' detail.error_type (422s carry a detail list instead) */
-    const char *openai_type; /* OpenAI's error.type */
-    const char *openai_code; /* OpenAI's error.code, or NULL */
+    const char *openai_code; /* OpenAI's error.code, or NULL (the type: openai_error_type) */
 } http_map[] = {
-    {TL_OK, 200, 200, 200, NULL, NULL, NULL},
-    {TL_ERR_INVALID, 422, 400, 422, "value_error", "invalid_request_error", "undecidable"},
-    {TL_ERR_SCHEMA, 422, 422, 422, "value_error", "invalid_request_error", "undecidable"},
-    {TL_ERR_UNSUPPORTED, 422, 422, 422, "value_error", "invalid_request_error", "undecidable"},
-    {TL_ERR_FORMAT, 422, 400, 422, "value_error", "invalid_request_error", "undecidable"},
-    {TL_ERR_LIMIT, 413, 400, 400, "tokens_exceeded", "invalid_request_error", "context_length_exceeded"},
-    {TL_ERR_TIMEOUT, 504, 504, 504, "timeout_error", "timeout_error", "timeout"},
-    {TL_ERR_CANCELLED, 499, 499, 499, "api_error", "server_error", "cancelled"},
-    {TL_ERR_NOMEM, 503, 503, 503, "api_error", "server_error", NULL},
+    {TL_OK, 200, 200, 200, NULL, NULL},
+    {TL_ERR_INVALID, 422, 400, 400, "value_error", "undecidable"},
+    {TL_ERR_SCHEMA, 422, 422, 400, "value_error", "undecidable"},
+    {TL_ERR_UNSUPPORTED, 422, 422, 400, "value_error", "undecidable"},
+    {TL_ERR_FORMAT, 422, 400, 400, "value_error", "undecidable"},
+    {TL_ERR_LIMIT, 413, 400, 400, "tokens_exceeded", "context_length_exceeded"},
+    {TL_ERR_TIMEOUT, 504, 504, 504, "timeout_error", "timeout"},
+    {TL_ERR_CANCELLED, 499, 499, 499, "api_error", "cancelled"},
+    {TL_ERR_NOMEM, 503, 503, 503, "api_error", NULL},
 };
 #define N_HTTP_MAP (sizeof http_map / sizeof http_map[0])
 
@@ -128,10 +133,10 @@ int http_status_for(tl_status st, http_api api) {
     return api == HTTP_API_SGLANG ? http_map[i].sglang : api == HTTP_API_OPENAI ? http_map[i].openai : http_map[i].typed;
 }
 
-int generate_error_status(tl_status st, int phase) {
+int generate_error_status(tl_status st, int phase, http_api api) {
     if (phase == 413)
-        return 413;
-    int code = http_status_for(st, HTTP_API_SGLANG);
+        return api == HTTP_API_OPENAI ? 400 : 413;
+    int code = http_status_for(st, api);
     if (phase == 400 && code >= 400 && code < 500 && st != TL_ERR_CANCELLED)
         return 400;
     return code;
@@ -150,11 +155,11 @@ void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char 
 }
 
 void reply_openai_status_error(tl_http_reply *r, tl_status st, const char *param, const char *msg) {
-    int i = http_row(st);
-    const char *type = i >= 0 ? http_map[i].openai_type : "server_error";
-    const char *code = i >= 0 ? http_map[i].openai_code : NULL;
-    bool client_fault = !strcmp(type, "invalid_request_error");
-    reply_openai_error(r, http_status_for(st, HTTP_API_OPENAI), type, client_fault ? param : NULL, code, "%s", msg);
+    int i = http_row(st), status = http_status_for(st, HTTP_API_OPENAI);
+    const char *type = openai_error_type(status);
+    bool client_fault = status >= 400 && status < 500;
+    reply_openai_error(r, status, type, client_fault ? param : NULL, i >= 0 ? http_map[i].openai_code : NULL, "%s",
+                       msg);
 }
 
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail) {

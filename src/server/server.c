@@ -18,6 +18,7 @@
 
 #include "server/server_internal.h"
 #include "typellm/common.h"
+#include "typellm/template.h"
 #include "typellm/util.h"
 
 #define SERVER_MAX_CONNECTIONS 512
@@ -59,6 +60,21 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     }
     if (s->max_token_bytes == 0)
         s->max_token_bytes = 1;
+    if (params->chat_template || params->chat_template_jinja) {
+        /* an override that cannot render a plain conversation fails here, not on every request */
+        tl_chat_prompt_opts po = {.template_name = params->chat_template,
+                                  .template_jinja = params->chat_template_jinja,
+                                  .add_generation_prompt = true};
+        tl_chat_prompt cp;
+        tl_status st = tl_chat_prompt_build(s->vocab, "[{\"role\":\"user\",\"content\":\"Hello\"}]", &po, &cp, err);
+        tl_chat_prompt_free(&cp);
+        if (st) {
+            free(s->host);
+            free(s->api_key);
+            free(s);
+            return tl_error_wrap(err, "server: --chat-template");
+        }
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->streams_cv, NULL);
     s->started_s = tl_now_s();

@@ -97,6 +97,9 @@ void reply_typed_error(tl_http_reply *r, int status, const char *error_type, con
 void reply_openai_error(tl_http_reply *r, int status, const char *type, const char *param, const char *code,
                         const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 json_t *openai_error_body(const char *type, const char *param, const char *code, const char *msg);
+/* OpenAI's error type for an HTTP status: invalid_request_error (4xx),
+ * rate_limit_error (429), timeout_error (504), server_error (other 5xx). */
+const char *openai_error_type(int status);
 /* The same as a parse failure (type invalid_request_error). */
 typedef struct parse_failure parse_failure;
 void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...)
@@ -104,22 +107,24 @@ void fail_openai(parse_failure *f, int status, const char *param, const char *co
 /* The one map from a library status to HTTP (reply.c's table), per dialect:
  * the typed APIs (/v1/decide, /v1/systemone) answer bad input 422, LIMIT 413;
  * the SGLang API bad parameters and over-long input 400, as SGLang does;
- * OpenAI's /v1/decisions questions it cannot frame 422, an over-long input
- * 400 context_length_exceeded; all: TIMEOUT 504, CANCELLED 499, NOMEM 503,
- * anything else 500. */
+ * OpenAI's endpoints every bad request 400 (an over-long input with code
+ * context_length_exceeded), as OpenAI does; all: TIMEOUT 504, CANCELLED 499,
+ * NOMEM 503, anything else 500. */
 typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG, HTTP_API_OPENAI } http_api;
 int http_status_for(tl_status st, http_api api);
-/* A generation request's status (SGLang /generate, OpenAI completions):
- * phase 400 = raised while checking the request, before any work, so any
- * client-error status is the request's fault (400); phase 413 = over a size
- * cap on the work asked for; otherwise the SGLang column. */
-int generate_error_status(tl_status st, int phase);
+/* A generation request's status in api's dialect (SGLang /generate, OpenAI
+ * completions and chat): phase 400 = raised while checking the request,
+ * before any work, so any client-error status is the request's fault (400);
+ * phase 413 = over a size cap on the work asked for (OpenAI: 400); otherwise
+ * the table's column. */
+int generate_error_status(tl_status st, int phase, http_api api);
 /* A failed typed-API request (/v1/decide, /v1/systemone): a 422 detail list
  * at loc (taken) for bad input, else {"detail":{"error_type","message"}}
  * with the table's status and type. */
 void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg);
-/* A failed OpenAI-dialect request: the table's status, error type and code;
- * param (may be NULL) names the request field at fault for client errors. */
+/* A failed OpenAI-dialect request: the table's status and code, the type
+ * openai_error_type gives; param (may be NULL) names the request field at
+ * fault for client errors. */
 void reply_openai_status_error(tl_http_reply *r, tl_status st, const char *param, const char *msg);
 
 /* ---- parsers (socket-free; each fuzzed) ---------------------------------- */

@@ -944,7 +944,7 @@ static void stream_generate(void *arg, sse_out *out) {
     json_decref(result);
     if (st != TL_OK && st != TL_ERR_CANCELLED) {
         /* As SGLang: an error inside a stream is an event, then the end. */
-        int code = generate_error_status(st, hs);
+        int code = generate_error_status(st, hs, HTTP_API_SGLANG);
         sse_send_json(out, json_pack("{s:{s:o,s:i}}", "error", "message", json_string_lossy(err.msg, strlen(err.msg)),
                                      "code", code));
     }
@@ -992,7 +992,7 @@ void handle_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r)
     tl_status st = gen_run(s, &rq, &w, &result, rq.stream ? &sink : NULL, &hs, &err);
     tl_server_slot_release(s);
     if (st != TL_OK) {
-        reply_sglang_error(r, generate_error_status(st, hs), "%s", err.msg);
+        reply_sglang_error(r, generate_error_status(st, hs, HTTP_API_SGLANG), "%s", err.msg);
     } else if (rq.stream) {
         json_decref(result);
         sse_send_done(&buffered);

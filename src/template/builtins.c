@@ -322,6 +322,22 @@ static tl_val change_case(tl_render_state *st, tl_val s, int mode) {
     return tl_tpl_capture_pop(st);
 }
 
+/* Jinja's wordcount: runs of Python regex \w, i.e. letters (L*), numbers
+ * (N*) and '_' (combining marks and punctuation end a word). */
+static int64_t word_count(tl_val s) {
+    int64_t n = 0;
+    bool in_word = false;
+    for (size_t i = 0; i < s.n;) {
+        uint32_t c = tl_utf8_next(s.u.s, s.n, &i);
+        utf8proc_category_t cat = c < 0x110000 ? utf8proc_category((utf8proc_int32_t)c) : UTF8PROC_CATEGORY_CN;
+        bool w = c == '_' || (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+                 (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
+        n += w && !in_word;
+        in_word = w;
+    }
+    return n;
+}
+
 static tl_val join(tl_render_state *st, uint32_t pos, const tl_list *items, tl_val sep) {
     tl_strbuf *out = tl_tpl_capture_push(st);
     for (size_t i = 0; i < items->n; i++) {
@@ -873,10 +889,8 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
         }
         return tl_tpl_capture_pop(st);
     }
-    if (tl_str_eq(name, "wordcount")) {
-        tl_val w = split(st, pos, tl_val_to_str(st, v), none, -1, false);
-        return tl_val_int((int64_t)w.u.l->n);
-    }
+    if (tl_str_eq(name, "wordcount"))
+        return tl_val_int(word_count(tl_val_to_str(st, v)));
     if (tl_str_eq(name, "batch")) {
         tl_val sz = arg(a, 0, "linecount", tl_val_int(1));
         if (sz.t != V_INT || sz.u.i <= 0)

@@ -113,16 +113,8 @@ static void scope_set(tl_render_state *st, tl_scope *s, tl_str name, tl_val v) {
         }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
-        tl_str *nn = tl_tpl_alloc(st, cap * sizeof *nn);
-        tl_val *nv = tl_tpl_alloc(st, cap * sizeof *nv);
-        if (s->n) {
-            if ((s->n * sizeof *nn) != 0)
-                memcpy(nn, s->names, s->n * sizeof *nn);
-            if ((s->n * sizeof *nv) != 0)
-                memcpy(nv, s->vals, s->n * sizeof *nv);
-        }
-        s->names = nn;
-        s->vals = nv;
+        s->names = tl_tpl_resize(st, s->names, s->n, cap, sizeof *s->names);
+        s->vals = tl_tpl_resize(st, s->vals, s->n, cap, sizeof *s->vals);
         s->cap = cap;
     }
     s->names[s->n] = name;
@@ -138,14 +130,18 @@ _Noreturn static void undefined_use(tl_render_state *st, uint32_t pos, tl_val u)
     tl_tpl_fail(st, pos, TL_ERR_INVALID, "undefined value used");
 }
 
-static tl_val bound_method(tl_render_state *st, tl_val self, tl_str name) {
+/* A function value: a macro or caller (node, closure) or a bound method (self, name). */
+static tl_val func_val(tl_render_state *st, tl_fn_kind kind, const tl_node *node, tl_scope *closure, tl_val self,
+                       tl_str name) {
     tl_func *f = tl_tpl_alloc(st, sizeof *f);
-    f->kind = FN_METHOD;
-    f->self = self;
-    f->name = name;
+    *f = (tl_func){.kind = kind, .node = node, .closure = closure, .self = self, .name = name};
     tl_val v = {.t = V_FUNC};
     v.u.fn = f;
     return v;
+}
+
+static tl_val bound_method(tl_render_state *st, tl_val self, tl_str name) {
+    return func_val(st, FN_METHOD, NULL, NULL, self, name);
 }
 
 static tl_val loop_attr(tl_render_state *st, tl_val lv, tl_str name) {
@@ -916,23 +912,11 @@ static void exec(tl_render_state *st, tl_scope *sc, const tl_node *n) {
         scope_set(st, sc, n->names[0], apply_chain(st, sc, n->b, v));
         break;
     }
-    case N_MACRO: {
-        tl_func *f = tl_tpl_alloc(st, sizeof *f);
-        f->kind = FN_MACRO;
-        f->node = n;
-        f->closure = sc;
-        tl_val v = {.t = V_FUNC};
-        v.u.fn = f;
-        scope_set(st, sc, n->name, v);
+    case N_MACRO:
+        scope_set(st, sc, n->name, func_val(st, FN_MACRO, n, sc, (tl_val){0}, (tl_str){0}));
         break;
-    }
     case N_CALLBLOCK: {
-        tl_func *cf = tl_tpl_alloc(st, sizeof *cf);
-        cf->kind = FN_CALLER;
-        cf->node = n;
-        cf->closure = sc;
-        tl_val caller = {.t = V_FUNC};
-        caller.u.fn = cf;
+        tl_val caller = func_val(st, FN_CALLER, n, sc, (tl_val){0}, (tl_str){0});
         const tl_node *call = n->a;
         tl_val fn = tl_tpl_eval(st, sc, call->a);
         tl_val *argv, *kwv;

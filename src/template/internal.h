@@ -236,6 +236,9 @@ tl_val tl_tpl_capture_pop(tl_render_state *st);
 
 /* value helpers (value.c) */
 void *tl_tpl_alloc(tl_render_state *st, size_t n);
+/* A block of cap items of elem bytes holding the n items of old (n may be 0,
+ * old NULL): how the render's arrays grow. */
+void *tl_tpl_resize(tl_render_state *st, const void *old, size_t n, size_t cap, size_t elem);
 tl_val tl_val_str(tl_render_state *st, const char *s, size_t n); /* copies */
 tl_val tl_val_cstr_static(const char *s);                      /* no copy: s must outlive the render */
 tl_val tl_val_int(int64_t i);

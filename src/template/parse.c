@@ -57,15 +57,19 @@ typedef struct nvec {
     size_t n, cap;
 } nvec;
 
+/* A block of cap items holding the n items of old: how the parser's arrays
+ * grow (doubling, from 4). */
+static void *presize(parser *P, const void *old, size_t n, size_t cap, size_t elem) {
+    void *v = palloc(P, cap * elem);
+    if (n)
+        memcpy(v, old, n * elem);
+    return v;
+}
+
 static void nvec_push(parser *P, nvec *a, tl_node *x) {
     if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 4;
-        tl_node **v = palloc(P, cap * sizeof *v);
-        if (a->n)
-            if ((a->n * sizeof *v) != 0)
-                memcpy(v, a->v, a->n * sizeof *v);
-        a->v = v;
-        a->cap = cap;
+        a->cap = a->cap ? a->cap * 2 : 4;
+        a->v = presize(P, a->v, a->n, a->cap, sizeof *a->v);
     }
     a->v[a->n++] = x;
 }
@@ -77,13 +81,8 @@ typedef struct svec {
 
 static void svec_push(parser *P, svec *a, tl_str x) {
     if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 4;
-        tl_str *v = palloc(P, cap * sizeof *v);
-        if (a->n)
-            if ((a->n * sizeof *v) != 0)
-                memcpy(v, a->v, a->n * sizeof *v);
-        a->v = v;
-        a->cap = cap;
+        a->cap = a->cap ? a->cap * 2 : 4;
+        a->v = presize(P, a->v, a->n, a->cap, sizeof *a->v);
     }
     a->v[a->n++] = x;
 }
@@ -208,6 +207,30 @@ static void parse_call_args(parser *P, tl_node *call) {
     call->n_kw = kwn.n;
 }
 
+/* A list [a, b] or dict {k: v} display after its opening bracket: items
+ * separated by commas (a trailing one allowed) up to close; a dict's kids
+ * alternate keys and values. */
+static tl_node *parse_display(parser *P, uint32_t pos, const char *close, tl_node_kind kind) {
+    advance(P);
+    nvec items = {0};
+    while (!is_op(P, close)) {
+        if (items.n)
+            expect_op(P, ",");
+        if (is_op(P, close))
+            break;
+        nvec_push(P, &items, parse_expr(P, true));
+        if (kind == N_DICT) {
+            expect_op(P, ":");
+            nvec_push(P, &items, parse_expr(P, true));
+        }
+    }
+    expect_op(P, close);
+    tl_node *n = new_node(P, kind, pos);
+    n->kids = items.v;
+    n->n_kids = items.n;
+    return n;
+}
+
 static tl_node *parse_primary(parser *P) {
     const tl_tok *t = cur(P);
     uint32_t pos = t->pos;
@@ -269,40 +292,10 @@ static tl_node *parse_primary(parser *P) {
             expect_op(P, ")");
             return e;
         }
-        if (tok_is(t, TK_OP, "[")) {
-            advance(P);
-            nvec items = {0};
-            while (!is_op(P, "]")) {
-                if (items.n)
-                    expect_op(P, ",");
-                if (is_op(P, "]"))
-                    break;
-                nvec_push(P, &items, parse_expr(P, true));
-            }
-            expect_op(P, "]");
-            tl_node *n = new_node(P, N_LIST, pos);
-            n->kids = items.v;
-            n->n_kids = items.n;
-            return n;
-        }
-        if (tok_is(t, TK_OP, "{")) {
-            advance(P);
-            nvec items = {0};
-            while (!is_op(P, "}")) {
-                if (items.n)
-                    expect_op(P, ",");
-                if (is_op(P, "}"))
-                    break;
-                nvec_push(P, &items, parse_expr(P, true));
-                expect_op(P, ":");
-                nvec_push(P, &items, parse_expr(P, true));
-            }
-            expect_op(P, "}");
-            tl_node *n = new_node(P, N_DICT, pos);
-            n->kids = items.v;
-            n->n_kids = items.n;
-            return n;
-        }
+        if (tok_is(t, TK_OP, "["))
+            return parse_display(P, pos, "]", N_LIST);
+        if (tok_is(t, TK_OP, "{"))
+            return parse_display(P, pos, "}", N_DICT);
         /* fallthrough */
     default:
         perr(P, pos, "unexpected %s in expression", describe(t, b, sizeof b));

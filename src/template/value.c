@@ -69,15 +69,17 @@ tl_list *tl_list_new(tl_render_state *st, size_t cap) {
     return l;
 }
 
+void *tl_tpl_resize(tl_render_state *st, const void *old, size_t n, size_t cap, size_t elem) {
+    void *v = tl_tpl_alloc(st, cap * elem);
+    if (n)
+        memcpy(v, old, n * elem);
+    return v;
+}
+
 void tl_list_push(tl_render_state *st, tl_list *l, tl_val v) {
     if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        tl_val *nv = tl_tpl_alloc(st, cap * sizeof *nv);
-        if (l->n)
-            if ((l->n * sizeof *nv) != 0)
-                memcpy(nv, l->v, l->n * sizeof *nv);
-        l->v = nv;
-        l->cap = cap;
+        l->cap = l->cap ? l->cap * 2 : 4;
+        l->v = tl_tpl_resize(st, l->v, l->n, l->cap, sizeof *l->v);
     }
     l->v[l->n++] = v;
 }
@@ -116,15 +118,8 @@ void tl_dict_set(tl_render_state *st, tl_dict *d, tl_val k, tl_val v) {
     }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 4;
-        tl_val *nk = tl_tpl_alloc(st, cap * sizeof *nk), *nv = tl_tpl_alloc(st, cap * sizeof *nv);
-        if (d->n) {
-            if ((d->n * sizeof *nk) != 0)
-                memcpy(nk, d->k, d->n * sizeof *nk);
-            if ((d->n * sizeof *nv) != 0)
-                memcpy(nv, d->v, d->n * sizeof *nv);
-        }
-        d->k = nk;
-        d->v = nv;
+        d->k = tl_tpl_resize(st, d->k, d->n, cap, sizeof *d->k);
+        d->v = tl_tpl_resize(st, d->v, d->n, cap, sizeof *d->v);
         d->cap = cap;
     }
     d->k[d->n] = k;

@@ -127,6 +127,23 @@ check(fe["window"] == 8 and fe["window_layers"] == 3 and fe["qk_norm"] and fe["r
 sys.exit(1 if bad else 0)
 EOF
 "$BIN" inspect "$FIX/vocab/ggml-vocab-phi-3.gguf" | grep -q "^chat template: *phi3$" || fail "phi-3 template"
+# The template's reasoning and how decisions keep answers out of it (text and --json).
+check_reasoning() { # MODEL LINE
+  "$BIN" inspect "$FIX/models/$1.gguf" | grep -qxF "reasoning:     $2" ||
+    fail "$1 reasoning: $("$BIN" inspect "$FIX/models/$1.gguf" | grep '^reasoning')"
+}
+check_reasoning qwen3-d64-f16 "yes (decisions: enable_thinking=false)"
+check_reasoning gpt-oss-gpt2-d64-mxfp4 "yes (decisions: final channel)"
+check_reasoning mistral3-spm-d256-q4_k_m "yes (decisions: the prompt asks for [THINK]...[/THINK] first; answered after an empty [THINK][/THINK])"
+check_reasoning llama3-d64-bf16 "no"
+check_reasoning gemma2-spm-d64-f32 "no"
+"$BIN" inspect "$FIX/models/llama-spm-d64-f32.gguf" | grep -q "^reasoning:" && fail "no template, yet a reasoning line"
+"$BIN" inspect --json "$FIX/models/qwen3-d64-f16.gguf" | python3 -c 'import json, sys; j = json.load(sys.stdin)
+sys.exit(0 if (j["chat_template"], j["chat_template_reasoning"], j["chat_template_thinking"]) ==
+         ("chatml", True, "enable_thinking=false") else 1)' || fail "qwen3 --json reasoning fields"
+"$BIN" inspect --json "$FIX/models/llama-spm-d64-f32.gguf" | python3 -c 'import json, sys; j = json.load(sys.stdin)
+sys.exit(0 if (j["chat_template"], j["chat_template_reasoning"]) == ("none", None) else 1)' ||
+  fail "no template --json reasoning fields"
 "$BIN" inspect "$FIX/models/gemma3-spm-d128-f16.gguf" >"$tmp/g3.txt"
 grep -q "^engine: *runs it (F16)$" "$tmp/g3.txt" || fail "gemma3 engine line"
 grep -q "^features: *sliding window 8 on 5 layers, 2 RoPE tables, embedding scale 11.3137, q/k norms, post-norms, GeGLU$" \

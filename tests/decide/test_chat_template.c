@@ -16,6 +16,7 @@
 #include "decide/decide.h"
 #include "engine/engine.h"
 #include "template/template.h"
+#include "reasoning_blocks.h"
 #include "tl_test.h"
 #include "util/fileio.h"
 
@@ -26,25 +27,6 @@ static char *slurp(const char *path) {
     return tl_read_file(path, 16u << 20, &data, &len, &err) ? NULL : data;
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-static const char *const tags[][2] = {{"<think>", "</think>"},   {"<seed:think>", "</seed:think>"},
-                                      {"[THINK]", "[/THINK]"},   {"<|START_THINKING|>", "<|END_THINKING|>"},
-                                      {"<|channel>thought", "<channel|>"}};
-
-static bool leaves_block_open(const char *q) {
-    for (size_t k = 0; k < sizeof tags / sizeof *tags; k++) {
-        const char *open = NULL;
-        for (const char *p = q; (p = strstr(p, tags[k][0])); p++)
-            open = p;
-        if (open && !strstr(open, tags[k][1]))
-            return true;
-    }
-    return false;
-}
 
 static void derive_one(const char *name, tl_chat_derived *d, tl_status *st, tl_error *err) {
     char path[4600];

@@ -74,6 +74,8 @@ int main(void) {
            "[('a', 1), ('b', 2)] [('b', 2), ('a', 1)]");
     expect("{{ 'a\nb\n\nc' | indent(2) }}|{{ 'HeLLo wOrld' | title }}|{{ ' x ' | trim | upper }}", NULL,
            "a\n  b\n\n  c|Hello World|X");
+    /* wordcount counts runs of \w as Jinja does: punctuation and combining marks split words */
+    expect("{{ 'it\\'s a-b, c_d  e\u0301f 42 你好' | wordcount }}", NULL, "9");
     /* statements */
     expect("{% for k, v in d.items() %}{{ loop.index }}{{ k }}{{ v }}{% if not loop.last %},{% endif %}{% endfor %}",
            "{\"d\":{\"a\":1,\"b\":2}}", "1a1,2b2");
