@@ -1,8 +1,8 @@
 /* number_gen.c: generating one number over a backend.
  *
- * Per step: the automaton's allowed tokens, their scores, temperature
- * applied to the allowed tokens only (greedy at 0, seeded sampling
- * otherwise), append, repeat until the value closes. Local backends score
+ * The number automaton driven by the shared step loop (step.c: per step
+ * the automaton's allowed tokens, their scores, temperature applied to the
+ * allowed tokens only, append, repeat until the value closes). Local backends score
  * with full logits from next_logits; remote ones (SGLang) are asked for
  * exactly the allowed tokens' log-probabilities (a candidate-only score call,
  * as categorical decisions are), so the range and multipleOf hold by
@@ -19,30 +19,6 @@
 #include "constrain/number_core.h"
 #include "constrain/sample.h"
 #include "util/error.h"
-
-/* ===== sampling helpers (sample.h) ====================================== */
-
-int32_t tl_sample_ids(const float *logits, const int32_t *ids, size_t n, double temperature, uint64_t *rng) {
-    if (n == 0)
-        return -1;
-    /* argmax (ties: the smallest id) */
-    size_t best = 0;
-    for (size_t i = 1; i < n; i++)
-        if (logits[ids[i]] > logits[ids[best]] || (logits[ids[i]] == logits[ids[best]] && ids[i] < ids[best]))
-            best = i;
-    if (!(temperature > 0) || n == 1 || !isfinite(logits[ids[best]]) || n > INT32_MAX)
-        return ids[best];
-    double stack_w[256], *w = n <= sizeof stack_w / sizeof *stack_w ? stack_w : malloc(n * sizeof *w);
-    if (!w)
-        return ids[best];
-    double mx = logits[ids[best]];
-    for (size_t i = 0; i < n; i++)
-        w[i] = exp(((double)logits[ids[i]] - mx) / temperature);
-    int32_t pick = tl_sample_weights(w, (int32_t)n, NULL, tl_rng_uniform(rng), NULL);
-    if (w != stack_w)
-        free(w);
-    return pick >= 0 ? ids[pick] : ids[best];
-}
 
 /* ===== generation ======================================================= */
 
@@ -130,21 +106,11 @@ done:
     return st;
 }
 
-tl_status tl_step_scores(tl_backend *b, const int32_t *seq, size_t len, const int32_t *allowed, size_t k,
-                         float *scores, double *lp, double *lse_full, tl_usage *usage, tl_error *err) {
-    if (b->ops->next_logits) {
-        tl_status st = tl_backend_next_logits(b, seq, len, scores, usage, err);
-        if (!st)
-            *lse_full = tl_logsumexp_f(scores, (size_t)b->n_vocab);
-        return st;
-    }
-    tl_score_req q = {.ids = seq, .n = len, .cands = allowed, .n_cands = k, .logprobs = lp};
-    tl_status st = tl_backend_score(b, &q, 1, usage, err);
-    for (size_t i = 0; !st && i < k; i++)
-        scores[allowed[i]] = (float)lp[i];
-    *lse_full = 0;
-    return st;
-}
+/* The number automaton as the step loop sees it (sample.h). */
+static size_t number_allowed(const void *a, int32_t *out) { return tl_number_automaton_allowed(a, out); }
+static tl_status number_accept(void *a, int32_t id, tl_error *err) { return tl_number_automaton_accept(a, id, err); }
+static bool number_done(const void *a) { return tl_number_automaton_done(a); }
+static const char *number_text(const void *a, size_t *len) { return tl_number_automaton_text(a, len); }
 
 tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl_number_spec *spec,
                              const tl_number_close *close, const int32_t *ids, size_t n,
@@ -176,9 +142,7 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
     }
     tl_number_index *own = NULL;
     tl_number_automaton *a = NULL;
-    int32_t *seq = NULL, *allowed = NULL;
-    float *logits = NULL;
-    double *cand_lp = NULL;
+    tl_step_run run = {0};
     tl_status st = TL_OK;
     if (!idx) {
         if (!b->vocab)
@@ -195,55 +159,18 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
     if ((st = tl_number_automaton_new(idx, spec, close, &a, err)))
         goto done;
     size_t max_steps = sp->max_tokens > 0 ? (size_t)sp->max_tokens : default_steps(spec, close);
-    seq = malloc((n + max_steps) * sizeof *seq);
-    allowed = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *allowed);
-    logits = malloc((size_t)b->n_vocab * sizeof *logits);
-    cand_lp = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *cand_lp);
-    out->ids = malloc(max_steps * sizeof *out->ids);
-    out->logprob_full = malloc(max_steps * sizeof(double));
-    out->logprob_allowed = malloc(max_steps * sizeof(double));
-    if (!seq || !allowed || !logits || !cand_lp || !out->ids || !out->logprob_full || !out->logprob_allowed) {
-        st = tl_error_set(err, TL_ERR_NOMEM, "number: out of memory");
+    tl_step_automaton sa = {a, number_allowed, number_accept, number_done, number_text,
+                            (size_t)tl_number_index_n_tokens(idx), "number"};
+    st = tl_step_generate(b, &sa, ids, n, max_steps, sp, &run, err);
+    out->usage = run.usage;
+    if (st)
         goto done;
-    }
-    if (n)
-        memcpy(seq, ids, n * sizeof *seq);
-    uint64_t rng = sp->seed;
-    size_t len = n;
-    while (!tl_number_automaton_done(a)) {
-        if (out->n_ids == max_steps) {
-            size_t tl;
-            const char *t = tl_number_automaton_text(a, &tl);
-            st = tl_error_set(err, TL_ERR_LIMIT, "number: %zu tokens generated and \"%.*s\" is not closed", max_steps,
-                              (int)tl, t);
-            goto done;
-        }
-        size_t k = tl_number_automaton_allowed(a, allowed);
-        if (k == 0) {
-            size_t tl;
-            const char *t = tl_number_automaton_text(a, &tl);
-            st = tl_error_set(err, TL_ERR_UNSUPPORTED, "number: no token of this vocabulary continues \"%.*s\"",
-                              (int)tl, t);
-            goto done;
-        }
-        double lse_full = 0;
-        if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
-            goto done;
-        int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
-        double lse_allowed = tl_logsumexp_ids(logits, allowed, k);
-        if ((st = tl_number_automaton_accept(a, id, err))) {
-            tl_error_wrap(err, "number: internal mask/accept mismatch");
-            st = TL_ERR_INTERNAL;
-            goto done;
-        }
-        out->logprob_full[out->n_ids] = logits[id] - lse_full;
-        out->logprob_allowed[out->n_ids] = logits[id] - lse_allowed;
-        out->sum_logprob_full += out->logprob_full[out->n_ids];
-        out->sum_logprob_allowed += out->logprob_allowed[out->n_ids];
-        out->ids[out->n_ids++] = id;
-        seq[len++] = id;
-        out->usage.output_tokens++;
-    }
+    out->ids = run.ids;
+    out->n_ids = run.n_ids;
+    out->logprob_full = run.logprob_full;
+    out->logprob_allowed = run.logprob_allowed;
+    out->sum_logprob_full = run.sum_logprob_full;
+    out->sum_logprob_allowed = run.sum_logprob_allowed;
     if ((st = tl_number_automaton_value(a, &out->value, err)))
         goto done;
     size_t tl, tail_len;
@@ -262,9 +189,5 @@ done:
     }
     tl_number_automaton_free(a);
     tl_number_index_free(own);
-    free(seq);
-    free(allowed);
-    free(logits);
-    free(cand_lp);
     return st;
 }

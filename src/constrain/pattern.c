@@ -1394,6 +1394,12 @@ void tl_string_result_free(tl_string_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The string automaton as the step loop sees it (sample.h). */
+static size_t string_allowed(const void *a, int32_t *out) { return tl_string_automaton_allowed(a, out); }
+static tl_status string_accept(void *a, int32_t id, tl_error *err) { return tl_string_automaton_accept(a, id, err); }
+static bool string_done(const void *a) { return tl_string_automaton_done(a); }
+static const char *string_text(const void *a, size_t *len) { return tl_string_automaton_text(a, len); }
+
 tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const char *pattern, size_t min_len,
                              size_t max_len, const int32_t *ids, size_t n, const tl_sample_params *sp,
                              tl_string_result *out, tl_error *err) {
@@ -1411,44 +1417,18 @@ tl_status tl_string_generate(tl_backend *b, const tl_number_index *idx, const ch
     if (st)
         return st;
     size_t max_steps = sp->max_tokens > 0 ? (size_t)sp->max_tokens : 4 * max_len + 16;
-    int32_t *seq = malloc((n + max_steps) * sizeof *seq);
-    int32_t *allowed = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *allowed);
-    float *logits = malloc((size_t)b->n_vocab * sizeof *logits);
-    double *cand_lp = malloc((size_t)tl_number_index_n_tokens(idx) * sizeof *cand_lp);
-    out->ids = malloc(max_steps * sizeof *out->ids);
-    if (!seq || !allowed || !logits || !cand_lp || !out->ids) {
-        st = tl_error_set(err, TL_ERR_NOMEM, "string: out of memory");
+    tl_step_automaton sa = {a, string_allowed, string_accept, string_done, string_text,
+                            (size_t)tl_number_index_n_tokens(idx), "string"};
+    tl_step_run run = {0};
+    st = tl_step_generate(b, &sa, ids, n, max_steps, sp, &run, err);
+    out->usage = run.usage;
+    if (st)
         goto done;
-    }
-    if (n)
-        memcpy(seq, ids, n * sizeof *seq);
-    uint64_t rng = sp->seed;
-    size_t len = n;
-    while (!tl_string_automaton_done(a)) {
-        if (out->n_ids == max_steps) {
-            st = tl_error_set(err, TL_ERR_LIMIT, "string: %zu tokens generated and the value is not closed", max_steps);
-            goto done;
-        }
-        size_t k = tl_string_automaton_allowed(a, allowed);
-        if (k == 0) {
-            st = tl_error_set(err, TL_ERR_UNSUPPORTED, "string: no token of this vocabulary continues the value");
-            goto done;
-        }
-        double lse_full = 0;
-        if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
-            goto done;
-        int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
-        double lse_allowed = tl_logsumexp_ids(logits, allowed, k);
-        if ((st = tl_string_automaton_accept(a, id, err))) {
-            st = TL_ERR_INTERNAL;
-            goto done;
-        }
-        out->sum_logprob_full += logits[id] - lse_full;
-        out->sum_logprob_allowed += logits[id] - lse_allowed;
-        out->ids[out->n_ids++] = id;
-        seq[len++] = id;
-        out->usage.output_tokens++;
-    }
+    out->ids = run.ids;
+    out->n_ids = run.n_ids;
+    out->sum_logprob_full = run.sum_logprob_full;
+    out->sum_logprob_allowed = run.sum_logprob_allowed;
+    run.ids = NULL;
     size_t tl;
     const char *t = tl_string_automaton_text(a, &tl);
     out->value = malloc(tl + 1);
@@ -1467,9 +1447,6 @@ done:
         out->usage = u;
     }
     tl_string_automaton_free(a);
-    free(seq);
-    free(allowed);
-    free(logits);
-    free(cand_lp);
+    tl_step_run_free(&run);
     return st;
 }

@@ -47,6 +47,7 @@ typedef struct field_outcome {
     bool constant;      /* const: known without asking */
     bool selected;      /* multi-label value: in the chosen set (after minItems/maxItems) */
     bool undecided;     /* --partial: not reached before the context ran out */
+    bool inactive;      /* its condition failed (an item beyond the length, a value decided null): never asked */
 } field_outcome;
 
 typedef struct decide_run {
@@ -65,6 +66,18 @@ typedef struct decide_run {
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
+
+/* Whether a condition holds: its control field answered (decided, given or
+ * known, not abstained) with a value index in [lo, hi]. A control field
+ * precedes what it controls, so its own condition was settled first. */
+static bool cond_holds(const decide_run *r, tl_dcond c) {
+    if (c.field < 0)
+        return true;
+    const field_outcome *o = &r->out[c.field];
+    bool answered = (o->decided || o->given || o->constant) && !o->abstained && !o->inactive && !o->undecided &&
+                    !r->schema->fields[c.field].skip;
+    return answered && !o->open_picked && o->chosen >= c.lo && o->chosen <= c.hi;
+}
 
 /* Code points of a valid UTF-8 string. */
 static size_t utf8_chars(const char *s) {
@@ -204,7 +217,7 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     tl_freetext_result fr;
     memset(&fr, 0, sizeof fr);
     if (!st && (st = tl_freetext_generate(r->b, seq.ids, seq.n, &fp, &fr, err)))
-        tl_error_wrap(err, "decide: %s", f->path);
+        tl_error_wrap(err, "decide: %s", tl_dfield_where(f));
     if (!st) {
         tl_usage_add(&r->usage, &fr.usage);
         /* blank space around the value is layout, not value (" mobile app\n") */
@@ -315,7 +328,7 @@ static tl_status generate_number(decide_run *r, const tl_idseq *seq, size_t fi, 
     tl_status st = tl_number_generate(r->b, r->number_index, &f->number, &close, seq->ids, seq->n, &sp, &nr, err);
     if (st) {
         tl_number_result_free(&nr);
-        return tl_error_wrap(err, "decide: %s", f->path);
+        return tl_error_wrap(err, "decide: %s", tl_dfield_where(f));
     }
     r->usage.prompt_tokens += nr.usage.prompt_tokens;
     r->usage.cached_tokens += nr.usage.cached_tokens;
@@ -352,7 +365,7 @@ static tl_status generate_string(decide_run *r, const tl_idseq *seq, size_t fi, 
     memset(&sr, 0, sizeof sr);
     if (!st && (st = tl_string_generate(r->b, r->number_index, f->pattern, f->min_length, f->max_length, s2.ids, s2.n,
                                         &sp, &sr, err)))
-        tl_error_wrap(err, "decide: %s", f->path);
+        tl_error_wrap(err, "decide: %s", tl_dfield_where(f));
     if (!st) {
         tl_usage_add(&r->usage, &sr.usage);
         o->num_text = strdup(sr.value);
@@ -410,12 +423,26 @@ static tl_status append_number_answer(decide_run *r, tl_idseq *seq, size_t fi, t
 /* Scores the fields order[0..k) as branches of base in one batched step,
  * chooses their values, then appends their answers to base (schema order,
  * abstained fields left out: later decisions see no answer for them). */
-static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, size_t k, size_t wave, tl_error *err) {
-    tl_idseq *branches = calloc(k, sizeof *branches);
-    tl_score_req *reqs = calloc(k, sizeof *reqs);
+static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_order, size_t wave_k, size_t wave,
+                         tl_error *err) {
+    /* fields whose condition failed (an item past the decided length, a
+     * value decided null or absent) are not asked */
+    size_t *order = calloc(wave_k ? wave_k : 1, sizeof *order), k = 0;
+    if (!order)
+        return nomem(err);
+    for (size_t j = 0; j < wave_k; j++) {
+        size_t fi = wave_order[j];
+        if (cond_holds(r, r->schema->fields[fi].cond))
+            order[k++] = fi;
+        else
+            r->out[fi].inactive = true;
+    }
+    tl_idseq *branches = calloc(k ? k : 1, sizeof *branches);
+    tl_score_req *reqs = calloc(k ? k : 1, sizeof *reqs);
     if (!branches || !reqs) {
         free(branches);
         free(reqs);
+        free(order);
         return nomem(err);
     }
     tl_status st = TL_OK;
@@ -436,7 +463,7 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         /* name what the failure cost: the fields of this step */
         tl_strbuf names = TL_STRBUF_INIT;
         for (size_t j = 0; j < k && names.len < 200; j++)
-            tl_strbuf_printf(&names, "%s%s", j ? ", " : "", r->schema->fields[order[j]].path);
+            tl_strbuf_printf(&names, "%s%s", j ? ", " : "", tl_dfield_where(&r->schema->fields[order[j]]));
         tl_error_wrap(err, "decide: %s%s undecided", tl_strbuf_cstr(&names), names.len >= 200 ? ", ..." : "");
         tl_strbuf_free(&names);
     }
@@ -513,6 +540,7 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *order, si
         tl_idseq_free(&branches[j]);
     free(branches);
     free(reqs);
+    free(order);
     return st;
 }
 
@@ -572,6 +600,8 @@ static tl_status check_context(decide_run *r, const tl_idseq *base, const tl_dpl
         size_t grow_by = 0;
         for (size_t j = plan->wave_start[w]; j < plan->wave_start[w + 1]; j++) {
             size_t fi = plan->order[j], q = 0, a = 0;
+            if (r->schema->fields[fi].cond.field >= 0)
+                continue; /* asked only if its condition holds: not a lower bound */
             tl_status st = field_tokens(r, fi, &q, &a, err);
             if (st)
                 return st;
@@ -608,10 +638,14 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         json_decref(fj), json_decref(probs), json_decref(cands);
         return NULL;
     }
-    if (f->skip || o->undecided) {
+    if (f->role != TL_DROLE_VALUE) {
+        static const char *ROLE[] = {"value", "length", "more", "presence"};
+        json_object_set_new(fj, "control", json_string(ROLE[f->role]));
+    }
+    if (f->skip || o->undecided || o->inactive) {
         json_decref(probs), json_decref(cands);
         json_object_set_new(fj, "value", json_null());
-        json_object_set_new(fj, f->skip ? "skipped" : "undecided", json_true());
+        json_object_set_new(fj, f->skip ? "skipped" : o->undecided ? "undecided" : "inactive", json_true());
         return fj;
     }
     if (tl_dfield_generated(f)) {
@@ -699,7 +733,7 @@ static json_t *field_json(const decide_run *r, size_t fi) {
 static void choose_groups(decide_run *r) {
     for (size_t gi = 0; gi < r->schema->n_groups; gi++) {
         const tl_dgroup *g = &r->schema->groups[gi];
-        if (g->skip)
+        if (g->skip || r->out[g->first].inactive || r->out[g->first].undecided)
             continue;
         size_t count = 0;
         for (size_t i = 0; i < g->n; i++) {
@@ -750,10 +784,11 @@ static json_t *group_json(const decide_run *r, size_t gi) {
             json_object_set(it, "trace", o->trace);
         json_array_append_new(items, it);
     }
-    json_object_set_new(gj, "value", g->skip ? json_null() : value);
-    if (g->skip) {
+    bool inactive = r->out[g->first].inactive;
+    json_object_set_new(gj, "value", g->skip || inactive ? json_null() : value);
+    if (g->skip || inactive) {
         json_decref(value);
-        json_object_set_new(gj, "skipped", json_true());
+        json_object_set_new(gj, g->skip ? "skipped" : "inactive", json_true());
     }
     json_object_set_new(gj, "probabilities", probs);
     json_object_set_new(gj, "items", items);
@@ -777,6 +812,55 @@ static json_t *object_at(json_t *root, char *const *segs, size_t n) {
     return cur;
 }
 
+/* Where a node goes in "values": left out, null, or its value. */
+enum { PLACE_NONE, PLACE_NULL, PLACE_VALUE };
+static int node_place(const decide_run *r, const tl_dnode *nd) {
+    if (!cond_holds(r, nd->cond))
+        return PLACE_NONE;
+    if (nd->presence < 0)
+        return PLACE_VALUE;
+    const tl_dfield *p = &r->schema->fields[nd->presence];
+    const field_outcome *o = &r->out[nd->presence];
+    if (p->skip || o->undecided || o->inactive || !(o->decided || o->given || o->constant))
+        return PLACE_NONE;
+    if (o->abstained)
+        return PLACE_NULL;
+    if (o->chosen == p->absent)
+        return PLACE_NONE;
+    return o->chosen == 0 ? PLACE_VALUE : PLACE_NULL; /* value 0 is "(present)" */
+}
+
+/* Sets segs[n-1] of the object at segs[0..n-1) to v (a new reference). */
+static bool set_at(json_t *root, char *const *segs, size_t n, json_t *v) {
+    json_t *parent = object_at(root, segs, n - 1);
+    if (!parent || json_object_set_new(parent, segs[n - 1], v))
+        return false;
+    return true;
+}
+
+/* An array of objects, numbers or strings was built as an object keyed
+ * "0", "1", ... (so its items nest like any object); it becomes the array
+ * of those items in order. */
+static bool array_from_items(json_t *root, char *const *segs, size_t n, size_t max_items) {
+    json_t *parent = root;
+    for (size_t i = 0; parent && i + 1 < n; i++)
+        parent = json_object_get(parent, segs[i]);
+    json_t *obj = json_is_object(parent) ? json_object_get(parent, segs[n - 1]) : NULL;
+    if (!json_is_object(obj))
+        return true;
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < max_items; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "%zu", i);
+        json_t *x = json_object_get(obj, k);
+        if (x && json_array_append(arr, x)) {
+            json_decref(arr);
+            return false;
+        }
+    }
+    return arr && !json_object_set_new(parent, segs[n - 1], arr);
+}
+
 static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepare, double t_score, double t_total,
                               json_t **result, tl_error *err) {
     json_t *res = json_object(), *values = json_object(), *fields = json_object();
@@ -788,10 +872,27 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
     bool ok = true;
     for (size_t ni = 0; ni < s->n_nodes && ok; ni++) {
         const tl_dnode *nd = &s->nodes[ni];
+        int place = node_place(r, nd);
         if (nd->kind == TL_DNODE_OBJECT) {
             const tl_dobject *ob = &s->objects[nd->index];
-            if (!ob->skip)
+            if (!ob->skip && place == PLACE_VALUE)
                 ok = object_at(values, ob->segs, ob->n_segs) != NULL;
+            else if (!ob->skip && place == PLACE_NULL)
+                ok = set_at(values, ob->segs, ob->n_segs, json_null());
+            continue;
+        }
+        if (nd->kind == TL_DNODE_ARRAY) {
+            const tl_darray *a = &s->arrays[nd->index];
+            const field_outcome *lo = a->length >= 0 ? &r->out[a->length] : NULL;
+            if (a->skip || place == PLACE_NONE)
+                continue;
+            /* (a null array's length decision was never asked: inactive) */
+            if (place == PLACE_VALUE && lo && (lo->undecided || lo->inactive))
+                continue;
+            if (place == PLACE_NULL || (lo && lo->abstained))
+                ok = set_at(values, a->segs, a->n_segs, json_null());
+            else /* its items fill it; array_from_items below makes it an array */
+                ok = object_at(values, a->segs, a->n_segs) != NULL;
             continue;
         }
         bool group = nd->kind == TL_DNODE_GROUP;
@@ -800,6 +901,10 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
         if (!fj) {
             ok = false;
             break;
+        }
+        if (!group && s->fields[nd->index].role != TL_DROLE_VALUE) {
+            json_object_set_new(fields, key, fj); /* a control field: an answer about the shape, not a value */
+            continue;
         }
         bool skip = group ? s->groups[nd->index].skip : s->fields[nd->index].skip;
         if (!group && r->out[nd->index].undecided)
@@ -810,14 +915,19 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
         if (skip && json_is_object(fj) && !json_object_get(fj, "skipped"))
             json_object_set_new(fj, "undecided", json_true());
         bool absent = !group && json_is_true(json_object_get(fj, "absent"));
-        if (!skip && !absent) {
+        if (!skip && !absent && place != PLACE_NONE) {
             char *const *segs = group ? s->groups[nd->index].segs : s->fields[nd->index].segs;
             size_t n_segs = group ? s->groups[nd->index].n_segs : s->fields[nd->index].n_segs;
-            json_t *parent = object_at(values, segs, n_segs - 1);
-            ok = parent && !json_object_set(parent, segs[n_segs - 1], json_object_get(fj, "value"));
+            json_t *v = place == PLACE_NULL ? json_null() : json_incref(json_object_get(fj, "value"));
+            ok = set_at(values, segs, n_segs, v);
         }
         json_object_set_new(fields, key, fj);
     }
+    /* inner arrays first (they come later in the layout), so every parent is still an object */
+    for (size_t ni = s->n_nodes; ni-- > 0 && ok;)
+        if (s->nodes[ni].kind == TL_DNODE_ARRAY)
+            ok = array_from_items(values, s->arrays[s->nodes[ni].index].segs, s->arrays[s->nodes[ni].index].n_segs,
+                                  s->arrays[s->nodes[ni].index].max_items);
     if (!ok) {
         json_decref(res), json_decref(values), json_decref(fields);
         return nomem(err);
@@ -1122,13 +1232,13 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
                  ? tl_error_set(err, TL_ERR_LIMIT,
                                 "decide: %s: the context and this field's question reach at least %zu tokens, past "
                                 "the context length of %d: shorten the context or use a model with a longer context",
-                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx)
+                                tl_dfield_where(&r->schema->fields[over_field]), over_need, (int)b->n_ctx)
                  : tl_error_set(err, TL_ERR_LIMIT,
                                 "decide: %s: the prompt reaches at least %zu tokens at this field, past the context "
                                 "length %d (%s mode keeps every earlier answer in the prompt): decide the independent "
                                 "fields together (--mode batch, or depends_on in auto mode), use a model with a "
                                 "longer context, or pass --partial for the fields decided before it",
-                                r->schema->fields[over_field].path, over_need, (int)b->n_ctx, tl_dmode_name(mode));
+                                tl_dfield_where(&r->schema->fields[over_field]), over_need, (int)b->n_ctx, tl_dmode_name(mode));
     t_prepare = tl_now_s() - t0;
     bool partial = false;
     for (size_t w = 0; w < plan.n_waves && !st; w++) {
@@ -1151,6 +1261,12 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
         }
     }
     r->partial = partial;
+    /* given and known fields under a condition that failed are inactive too (index order: controls first) */
+    for (size_t i = 0; i < n && !st; i++) {
+        field_outcome *o = &r->out[i];
+        if (!o->decided && !o->undecided && !o->inactive && !cond_holds(r, r->schema->fields[i].cond))
+            o->inactive = true;
+    }
     json_t *res = NULL;
     if (!st) {
         choose_groups(r);

@@ -178,7 +178,8 @@ static tl_status index_field(field_view *fv, const tl_dfield *f, const json_t *f
         fv->probability = 1.0;
         return TL_OK;
     }
-    if (json_is_true(json_object_get(fj, "skipped")) || json_is_true(json_object_get(fj, "undecided")))
+    if (json_is_true(json_object_get(fj, "skipped")) || json_is_true(json_object_get(fj, "undecided")) ||
+        json_is_true(json_object_get(fj, "inactive")))
         return TL_OK;
     fv->n_choices = tl_dfield_n_choices(f);
     if (json_array_size(cands) != fv->n_choices)

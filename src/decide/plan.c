@@ -44,21 +44,25 @@ tl_status tl_dplan_make(const tl_dschema *s, tl_dmode mode, const bool *done, tl
     for (size_t i = 0; i < n; i++)
         if (!done || !done[i])
             level[i] = mode == TL_DMODE_SEQUENTIAL ? k++ : 0;
+    bool use_deps = mode == TL_DMODE_AUTO && s->any_deps;
     if (mode == TL_DMODE_SEQUENTIAL)
         n_levels = k;
-    else if (mode == TL_DMODE_BATCH || !s->any_deps)
+    else if (!use_deps && !s->any_after)
         n_levels = k = 1;
-    if (mode == TL_DMODE_AUTO && s->any_deps) {
-        /* Longest-path levels over the dependency DAG (schema.c rejected
-         * cycles, so n relaxation rounds reach the fixed point). */
+    if (mode != TL_DMODE_SEQUENTIAL && (use_deps || s->any_after)) {
+        /* Longest-path levels over the DAG of the structural edges (a
+         * control field before what it controls; every mode) and, in auto
+         * mode, depends_on (schema.c rejected cycles, and structural edges
+         * only point back, so n relaxation rounds reach the fixed point). */
         for (size_t round = 0; round < n; round++) {
             bool changed = false;
             for (size_t i = 0; i < n; i++) {
                 if (done && done[i])
                     continue;
                 size_t lv = 0;
-                for (size_t d = 0; d < s->fields[i].n_deps; d++) {
-                    size_t j = s->fields[i].deps[d];
+                const tl_dfield *f = &s->fields[i];
+                for (size_t d = 0; d < f->n_after + (use_deps ? f->n_deps : 0); d++) {
+                    size_t j = d < f->n_after ? f->after[d] : f->deps[d - f->n_after];
                     if (!(done && done[j]) && level[j] + 1 > lv)
                         lv = level[j] + 1;
                 }
@@ -68,6 +72,7 @@ tl_status tl_dplan_make(const tl_dschema *s, tl_dmode mode, const bool *done, tl
             if (!changed)
                 break;
         }
+        n_levels = 0;
         for (size_t i = 0; i < n; i++)
             if ((!done || !done[i]) && level[i] + 1 > n_levels)
                 n_levels = level[i] + 1;

@@ -4,7 +4,11 @@
  * appended to that prefix before the next wave.
  *   sequential: one wave per field, in schema order (each sees all before it);
  *   batch:      one wave with every field (each sees only the context);
- *   auto:       topological levels of depends_on (no depends_on = batch). */
+ *   auto:       topological levels of depends_on (no depends_on = batch).
+ * In batch and auto modes a field also waits for its structural
+ * predecessors (tl_dfield.after: the presence, length or "more" decision
+ * that says whether it is asked at all), so a schema with arrays of
+ * objects or null on generated values has more than one wave. */
 #ifndef TL_DECIDE_PLAN_H
 #define TL_DECIDE_PLAN_H
 

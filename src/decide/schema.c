@@ -143,6 +143,8 @@ static void field_free(tl_dfield *f) {
     free(f->open_name);
     free_segs(f->segs, f->n_segs);
     free(f->pattern);
+    free(f->after);
+    free(f->place);
 }
 
 void tl_dschema_free(tl_dschema *s) {
@@ -168,6 +170,12 @@ void tl_dschema_free(tl_dschema *s) {
         free_segs(s->objects[i].segs, s->objects[i].n_segs);
     }
     free(s->objects);
+    for (size_t i = 0; i < s->n_arrays; i++) {
+        free(s->arrays[i].key);
+        free(s->arrays[i].path);
+        free_segs(s->arrays[i].segs, s->arrays[i].n_segs);
+    }
+    free(s->arrays);
     free(s->nodes);
     for (size_t i = 0; i < s->n_warnings; i++)
         free(s->warnings[i]);
@@ -185,8 +193,12 @@ typedef struct walk {
     const json_t *root;
     tl_dschema *s;
     tl_dschema_opts opts;
-    size_t cap_fields, cap_nodes, cap_groups, cap_objects, cap_warnings;
+    size_t cap_fields, cap_nodes, cap_groups, cap_objects, cap_arrays, cap_warnings;
     bool dup_seen;           /* field_add_value met a value already declared */
+    tl_dcond cond;           /* the condition of what is walked now (inside an array item, a present value) */
+    int in_items;            /* > 0 inside an array's items: fields get their value's JSON path (place) */
+    /* auto mode: item i's fields wait for item i-1's (pairs field, first, n) */
+    size_t *implicit, n_implicit, cap_implicit;
     const json_t *cur_props; /* the properties of the object being walked (tells a later field from an unknown one) */
     tl_error *err;
 } walk;
@@ -203,6 +215,9 @@ static tl_status refuse(walk *w, const char *fmt, ...) {
     if (!w->opts.lenient)
         return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s", msg);
     tl_dschema *s = w->s;
+    for (size_t i = 0; i < s->n_warnings; i++) /* an array's items are walked once per item */
+        if (!strcmp(s->warnings[i], msg))
+            return TL_OK;
     if (s->n_warnings == w->cap_warnings) {
         size_t cap = w->cap_warnings ? 2 * w->cap_warnings : 8;
         char **p = realloc(s->warnings, cap * sizeof *p);
@@ -230,10 +245,26 @@ static bool grow(void **p, size_t *cap, size_t n, size_t elem) {
     return true;
 }
 
+/* A node of the result layout under the current condition (presence: -1, set by the caller). */
 static tl_status add_node(walk *w, tl_dnode_kind kind, size_t index) {
     if (!grow((void **)&w->s->nodes, &w->cap_nodes, w->s->n_nodes, sizeof *w->s->nodes))
         return nomem(w->err);
-    w->s->nodes[w->s->n_nodes++] = (tl_dnode){kind, index};
+    w->s->nodes[w->s->n_nodes++] = (tl_dnode){kind, index, w->cond, -1};
+    return TL_OK;
+}
+
+/* Field fi is decided after field j in every mode but sequential. */
+static tl_status add_after(walk *w, size_t fi, size_t j) {
+    tl_dfield *f = &w->s->fields[fi];
+    for (size_t i = 0; i < f->n_after; i++)
+        if (f->after[i] == j)
+            return TL_OK;
+    size_t *p = realloc(f->after, (f->n_after + 1) * sizeof *p);
+    if (!p)
+        return nomem(w->err);
+    f->after = p;
+    f->after[f->n_after++] = j;
+    w->s->any_after = true;
     return TL_OK;
 }
 
@@ -297,7 +328,7 @@ static const keyword KEYWORDS[] = {
     {"exclusiveMaximum", KW_NUM, NULL}, {"multipleOf", KW_NUM, NULL}, {"x-decimals", KW_NUM, NULL},
     {"x-max-digits", KW_NUM, NULL},
     {"items", KW_ARR, NULL}, {"minItems", KW_ARR, NULL}, {"maxItems", KW_ARR, NULL},
-    {"uniqueItems", KW_ARR, NULL},
+    {"uniqueItems", KW_ARR, NULL}, {"x-length", KW_ARR, NULL},
     {"properties", KW_OBJ, NULL}, {"required", KW_OBJ, NULL}, {"additionalProperties", KW_OBJ, NULL},
     {"x-strict", KW_ROOT, NULL},
     {"not", KW_REFUSED, "a negation has no finite domain or automaton"},
@@ -616,6 +647,35 @@ static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const c
     f->n_values = n;
     return TL_OK;
 }
+
+/* A declared choice that stands for no JSON value of its own: "(absent)"
+ * (leave the property out), "(present)" (a value is generated next). Its
+ * value is `v` (JSON null for absent), its key and rendering `text`. */
+static tl_status field_add_marker(walk *w, tl_dfield *f, json_t *v, const char *text, const char *desc) {
+    size_t i = f->n_values;
+    json_t **vals = realloc(f->values, (i + 1) * sizeof *vals);
+    if (vals) f->values = vals;
+    char **k = realloc(f->value_keys, (i + 1) * sizeof *k);
+    if (k) f->value_keys = k;
+    char **j = realloc(f->value_json, (i + 1) * sizeof *j);
+    if (j) f->value_json = j;
+    char **d = realloc(f->value_descs, (i + 1) * sizeof *d);
+    if (d) f->value_descs = d;
+    if (!vals || !k || !j || !d) {
+        json_decref(v);
+        return nomem(w->err);
+    }
+    f->values[i] = v;
+    f->value_keys[i] = dup_str(text);
+    f->value_json[i] = dup_str(text);
+    f->value_descs[i] = dup_str(desc);
+    f->n_values = i + 1;
+    if (!v || !f->value_keys[i] || !f->value_json[i] || !f->value_descs[i])
+        return nomem(w->err);
+    return TL_OK;
+}
+
+#define ABSENT_DESC "leave the property out: the input does not say"
 
 /* What a type name allows as a declared value; NULL = anything scalar. */
 static const char *type_mismatch(const char *type, const json_t *v) {
@@ -942,7 +1002,9 @@ static tl_status field_parse_string(walk *w, tl_dfield *f, const prop_view *v) {
     return TL_OK;
 }
 
-static tl_status field_parse_texts(walk *w, tl_dfield *f, const prop_view *v) {
+/* f's name ("x-name", else the key, a nested one as its JSON path) and
+ * question ("question", else "description", else "title", else the name). */
+static tl_status field_name_question(walk *w, tl_dfield *f, const prop_view *v) {
     const json_t *xname = view_get(v, "x-name");
     if (xname && (!json_is_string(xname) || !json_string_length(xname)))
         return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-name: must be a non-empty string", f->path);
@@ -968,7 +1030,13 @@ static tl_status field_parse_texts(walk *w, tl_dfield *f, const prop_view *v) {
     f->question = dup_str(q ? json_string_value(q) : f->name);
     if (!f->name || !f->question)
         return nomem(w->err);
+    return TL_OK;
+}
 
+static tl_status field_parse_texts(walk *w, tl_dfield *f, const prop_view *v) {
+    tl_status st = field_name_question(w, f, v);
+    if (st)
+        return st;
     const json_t *xd = view_get(v, "x-descriptions");
     if (xd) {
         if (!json_is_object(xd))
@@ -1133,8 +1201,23 @@ static tl_status new_field(walk *w, const char *path, char *const *segs, size_t 
     f->segs = segs_copy(segs, n_segs, leaf);
     f->n_segs = n_segs + (leaf != NULL);
     f->key = f->segs ? segs_join(f->segs, f->n_segs) : NULL;
+    f->cond = w->cond;
     if (!f->path || !f->segs || !f->key)
         return nomem(w->err);
+    if (w->in_items) {
+        tl_strbuf pl = TL_STRBUF_INIT;
+        if (!tl_strbuf_putc(&pl, '/') || !tl_strbuf_puts(&pl, f->key)) {
+            tl_strbuf_free(&pl);
+            return nomem(w->err);
+        }
+        f->place = tl_strbuf_detach(&pl);
+    }
+    if (w->cond.field >= 0) {
+        tl_status st = add_after(w, w->s->n_fields - 1, (size_t)w->cond.field);
+        if (st)
+            return st;
+        f = &w->s->fields[w->s->n_fields - 1];
+    }
     *out = f;
     return TL_OK;
 }
@@ -1162,6 +1245,78 @@ static tl_status record_deps(walk *w, walk_deps *wd, size_t fi, const prop_view 
     wd->src[fi].deps = view_get(v, "depends_on");
     wd->src[fi].path = wd->src[fi].deps ? dup_str(path) : NULL;
     return wd->src[fi].deps && !wd->src[fi].path ? nomem(w->err) : TL_OK;
+}
+
+/* A control field (schema.h, tl_dfield_role) for the value at path (view
+ * v: its name and question): keyed by the value's key plus key_suffix
+ * ("#present", "#length", "/2#more"), asked with the value's question
+ * plus q_suffix (or as it is), under the current condition; its node is
+ * added. Its values are the caller's to add. */
+static tl_status add_control(walk *w, walk_deps *wd, const prop_view *v, const char *path, char *const *segs,
+                             size_t n_segs, tl_dfield_role role, const char *key_suffix, const char *q_suffix,
+                             bool skip, size_t *out) {
+    tl_dfield *f;
+    tl_status st = new_field(w, path, segs, n_segs, NULL, &f);
+    if (st)
+        return st;
+    size_t fi = w->s->n_fields - 1;
+    f->role = role;
+    f->required = true;
+    f->skip = skip;
+    if ((st = field_name_question(w, f, v)))
+        return st;
+    tl_strbuf k = TL_STRBUF_INIT, q = TL_STRBUF_INIT;
+    bool ok = tl_strbuf_printf(&k, "%s%s", f->key, key_suffix) &&
+              (q_suffix ? tl_strbuf_printf(&q, "%s %s", f->question, q_suffix) : tl_strbuf_puts(&q, f->question));
+    if (!ok) {
+        tl_strbuf_free(&k), tl_strbuf_free(&q);
+        return nomem(w->err);
+    }
+    free(f->key), free(f->question);
+    f->key = tl_strbuf_detach(&k);
+    f->question = tl_strbuf_detach(&q);
+    if (w->in_items) {
+        free(f->place);
+        tl_strbuf pl = TL_STRBUF_INIT;
+        tl_strbuf_printf(&pl, "/%s", f->key);
+        f->place = tl_strbuf_detach(&pl);
+    }
+    if (!f->key || !f->question || (w->in_items && !f->place))
+        return nomem(w->err);
+    if ((st = record_deps(w, wd, fi, v, path)) || (st = add_node(w, TL_DNODE_FIELD, fi)))
+        return st;
+    *out = fi;
+    return TL_OK;
+}
+
+/* Fields i and j traded places: so do their depends_on sources. */
+static void walk_deps_swap(walk_deps *wd, size_t i, size_t j) {
+    dep_src none = {0};
+    dep_src *a = i < wd->cap ? &wd->src[i] : &none, *b = j < wd->cap ? &wd->src[j] : &none;
+    dep_src t = *a;
+    *a = *b;
+    *b = t;
+}
+
+#define PRESENT_DESC "the input gives it: the value is written next"
+
+/* The presence decision of a value at path: "(present)", then null
+ * (nullable), then "(absent)" (x-optional "ask"). */
+static tl_status add_presence(walk *w, walk_deps *wd, const prop_view *v, const char *path, char *const *segs,
+                              size_t n_segs, bool nullable, bool ask, bool skip, size_t *out) {
+    tl_status st = add_control(w, wd, v, path, segs, n_segs, TL_DROLE_PRESENCE, "#present", NULL, skip, out);
+    tl_dfield *f = st ? NULL : &w->s->fields[*out];
+    if (!st)
+        st = field_add_marker(w, f, json_string("(present)"), "(present)", PRESENT_DESC);
+    if (!st && nullable)
+        st = field_add_value(w, f, json_null(), path, "the input says there is none");
+    if (!st && ask) {
+        f->absent = f->n_values;
+        st = field_add_marker(w, f, json_null(), "(absent)", ABSENT_DESC);
+    }
+    if (!st)
+        f->kind = TL_DFIELD_STRING_ENUM;
+    return st;
 }
 
 /* A decided value at path (view v): declared values, or generated text/number. */
@@ -1213,7 +1368,7 @@ static tl_status add_leaf(walk *w, walk_deps *wd, prop_view *v, const char *path
             gv = &gen;
         }
         f->nullable = c.n_null > 0;
-        /* generated fields carry no declared values (null is not offered yet) */
+        /* generated fields carry no declared values (null and absent are a presence decision before them) */
         for (size_t i = 0; i < f->n_values; i++) {
             json_decref(f->values[i]);
             free(f->value_keys[i]), free(f->value_json[i]), free(f->value_descs[i]);
@@ -1268,48 +1423,201 @@ static tl_status add_leaf(walk *w, walk_deps *wd, prop_view *v, const char *path
     int opt = 0;
     if (!st)
         st = read_optional(w, v, path, required, &opt);
-    if (!st && opt == 1) {
-        if (tl_dfield_generated(f))
-            st = refuse(w, "%s/x-optional: \"ask\" on a generated value is not supported (use \"skip\", or declare its "
-                        "values)", path);
-        else {
-            /* the declared "absent" choice: the property is left out */
-            size_t i = f->n_values;
-            json_t **vals = realloc(f->values, (i + 1) * sizeof *vals);
-            if (vals) f->values = vals;
-            char **k = realloc(f->value_keys, (i + 1) * sizeof *k);
-            if (k) f->value_keys = k;
-            char **j = realloc(f->value_json, (i + 1) * sizeof *j);
-            if (j) f->value_json = j;
-            char **d = realloc(f->value_descs, (i + 1) * sizeof *d);
-            if (d) f->value_descs = d;
-            if (!vals || !k || !j || !d)
-                st = nomem(w->err);
-            else {
-                f->values[i] = json_null();
-                f->value_keys[i] = dup_str("(absent)");
-                f->value_json[i] = dup_str("(absent)");
-                f->value_descs[i] = dup_str("leave the property out: the input does not say");
-                f->n_values = i + 1;
-                f->absent = i;
-                f->constant = false;
-                if (!f->value_keys[i] || !f->value_json[i] || !f->value_descs[i])
-                    st = nomem(w->err);
-            }
+    long presence = -1;
+    tl_dcond outer = w->cond;
+    if (!st && tl_dfield_generated(f) && (f->nullable || opt == 1)) {
+        /* null or absent first, a declared decision; the value is generated
+         * only when present: the presence field goes before this one */
+        size_t pi = 0;
+        st = add_presence(w, wd, v, path, segs, n_segs, f->nullable, opt == 1, skip || opt == 2, &pi);
+        if (!st) {
+            tl_dschema *s = w->s;
+            tl_dfield tmp = s->fields[fi];
+            s->fields[fi] = s->fields[pi];
+            s->fields[pi] = tmp;
+            s->nodes[s->n_nodes - 1].index = fi; /* the presence field's node, at its new place */
+            walk_deps_swap(wd, fi, pi);
+            s->fields[pi].cond = (tl_dcond){(long)fi, 0, 0};
+            st = add_after(w, pi, fi);
+            presence = (long)fi;
+            fi = pi;
         }
+    } else if (!st && opt == 1) {
+        /* the declared "absent" choice: the property is left out */
+        f->absent = f->n_values;
+        f->constant = false;
+        st = field_add_marker(w, f, json_null(), "(absent)", ABSENT_DESC);
     }
+    f = &w->s->fields[fi];
     f->skip = skip || opt == 2;
     if (!st)
         st = record_deps(w, wd, fi, gv, path);
     if (!st)
         st = add_node(w, TL_DNODE_FIELD, fi);
+    if (!st && presence >= 0) {
+        w->s->nodes[w->s->n_nodes - 1].cond = outer;
+        w->s->nodes[w->s->n_nodes - 1].presence = presence;
+    }
     view_free(&gen);
     return st;
 }
 
-/* An array of an enum/boolean item: one yes/no field per value. */
+static tl_status add_property(walk *w, walk_deps *wd, const json_t *prop, const char *path, char *const *segs,
+                              size_t n_segs, bool required, bool skip, int depth);
+
+static void free_declared(tl_dfield *tmp) {
+    for (size_t i = 0; i < tmp->n_values; i++) {
+        json_decref(tmp->values[i]);
+        free(tmp->value_keys[i]), free(tmp->value_json[i]), free(tmp->value_descs[i]);
+    }
+    free(tmp->values), free(tmp->value_keys), free(tmp->value_json), free(tmp->value_descs);
+    memset(tmp, 0, sizeof *tmp);
+}
+
+/* Auto mode: the fields [first, end) of an item wait for the previous item's [pfirst, pend). */
+static tl_status add_implicit(walk *w, size_t first, size_t end, size_t pfirst, size_t pend) {
+    for (size_t fi = first; fi < end; fi++) {
+        if (!grow((void **)&w->implicit, &w->cap_implicit, w->n_implicit + 2, sizeof *w->implicit))
+            return nomem(w->err);
+        w->implicit[w->n_implicit++] = fi;
+        w->implicit[w->n_implicit++] = pfirst;
+        w->implicit[w->n_implicit++] = pend - pfirst;
+    }
+    return TL_OK;
+}
+
+/* An array of objects, numbers or strings (items at ipath): the length
+ * first (a TL_DROLE_LENGTH field over minItems..maxItems, or open-ended a
+ * TL_DROLE_MORE field before each item past minItems), then each item in
+ * order, walked like a property under its condition. */
+static tl_status add_items(walk *w, walk_deps *wd, prop_view *v, const json_t *items, const char *ipath,
+                           const char *path, char *const *segs, size_t n_segs, bool skip, int depth) {
+    bool has;
+    size_t min_items = 0, max_items = 0;
+    const json_t *mx = view_get(v, "maxItems");
+    if (!mx)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/maxItems: missing; an array of objects, numbers or strings needs maxItems "
+                            "(its items are decided one by one, at most %d)", path, TL_DARRAY_MAX_ITEMS);
+    if (json_is_integer(mx) && json_integer_value(mx) > TL_DARRAY_MAX_ITEMS)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/maxItems: %lld; an array of objects, numbers or strings has at most %d items",
+                            view_path_of(v, "maxItems"), (long long)json_integer_value(mx), TL_DARRAY_MAX_ITEMS);
+    tl_status st = get_length(w, v, "maxItems", 0, TL_DARRAY_MAX_ITEMS, &max_items, &has);
+    if (!st)
+        st = get_length(w, v, "minItems", 0, TL_DARRAY_MAX_ITEMS, &min_items, &has);
+    if (st)
+        return st;
+    if (min_items > max_items)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/minItems: %zu is greater than maxItems %zu",
+                            view_path_of(v, "minItems"), min_items, max_items);
+    const json_t *uq = view_get(v, "uniqueItems");
+    if (uq && !json_is_boolean(uq))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/uniqueItems: must be true or false", path);
+    if (json_is_true(uq) &&
+        (st = refuse(w, "%s/uniqueItems: typellm cannot keep generated items distinct (objects, numbers, strings are "
+                     "decided one by one)", view_path_of(v, "uniqueItems"))))
+        return st;
+    const json_t *xl = view_get(v, "x-length");
+    if (xl && !(json_is_string(xl) && (!strcmp(json_string_value(xl), "count") || !strcmp(json_string_value(xl), "open"))))
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-length: must be \"count\" or \"open\"",
+                            view_path_of(v, "x-length"));
+    if (json_is_object(items) && json_object_get(items, "x-optional"))
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-optional: array items are not optional (minItems says how many there must be)",
+                            ipath);
+    size_t n_len = max_items - min_items + 1;
+    bool open_end = xl ? !strcmp(json_string_value(xl), "open") : n_len > TL_DARRAY_COUNT_MAX;
+    if (min_items == max_items)
+        open_end = false;
+    tl_dschema *s = w->s;
+    if (!grow((void **)&s->arrays, &w->cap_arrays, s->n_arrays, sizeof *s->arrays))
+        return nomem(w->err);
+    size_t ai = s->n_arrays++;
+    tl_darray *a = &s->arrays[ai];
+    memset(a, 0, sizeof *a);
+    a->path = dup_str(path);
+    a->segs = segs_copy(segs, n_segs, NULL);
+    a->n_segs = n_segs;
+    a->key = a->segs ? segs_join(a->segs, n_segs) : NULL;
+    a->min_items = min_items;
+    a->max_items = max_items;
+    a->length = -1;
+    a->open_end = open_end;
+    a->skip = skip;
+    if (!a->path || !a->segs || !a->key)
+        return nomem(w->err);
+    if ((st = add_node(w, TL_DNODE_ARRAY, ai)))
+        return st;
+    tl_dcond outer = w->cond;
+    size_t len_field = 0;
+    if (!open_end && n_len > 1) {
+        if ((st = add_control(w, wd, v, path, segs, n_segs, TL_DROLE_LENGTH, "#length", "How many items?", skip,
+                              &len_field)))
+            return st;
+        for (size_t j = 0; j < n_len && !st; j++) {
+            json_t *lv = json_integer((json_int_t)(min_items + j));
+            st = lv ? field_add_value(w, &s->fields[len_field], lv, path, NULL) : nomem(w->err);
+            json_decref(lv);
+        }
+        if (st)
+            return st;
+        s->fields[len_field].kind = TL_DFIELD_INTEGER_ENUM;
+        s->arrays[ai].length = (long)len_field;
+    }
+    w->in_items++;
+    size_t pfirst = 0, pend = 0;
+    long more = -1;
+    for (size_t i = 0; i < max_items && !st; i++) {
+        w->cond = outer;
+        if (open_end && i >= min_items) {
+            char suf[40], q[120];
+            snprintf(suf, sizeof suf, "/%zu#more", i);
+            snprintf(q, sizeof q, "After %zu item%s, is there another item (more), or is the list complete (done)?", i,
+                     i == 1 ? "" : "s");
+            if (more >= 0)
+                w->cond = (tl_dcond){more, 0, 0};
+            size_t mf = 0;
+            if ((st = add_control(w, wd, v, path, segs, n_segs, TL_DROLE_MORE, suf, q, skip, &mf)))
+                break;
+            tl_dfield *m = &s->fields[mf];
+            json_t *yes = json_string("more"), *no = json_string("done");
+            st = yes && no ? field_add_value(w, m, yes, path, "the input has one more item") : nomem(w->err);
+            if (!st)
+                st = field_add_value(w, &s->fields[mf], no, path, "the items above are all there are");
+            json_decref(yes), json_decref(no);
+            s->fields[mf].kind = TL_DFIELD_STRING_ENUM;
+            for (size_t j = pfirst; j < pend && !st; j++) /* it reads the items before it */
+                st = add_after(w, mf, j);
+            more = (long)mf;
+            w->cond = (tl_dcond){(long)mf, 0, 0};
+        } else if (s->arrays[ai].length >= 0) {
+            w->cond = (tl_dcond){(long)len_field, i + 1 > min_items ? i + 1 - min_items : 0, n_len - 1};
+        }
+        if (st)
+            break;
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", i);
+        char **sg = segs_copy(segs, n_segs, idx);
+        size_t first = s->n_fields;
+        st = sg ? add_property(w, wd, items, ipath, sg, n_segs + 1, true, skip, depth) : nomem(w->err);
+        free_segs(sg, n_segs + 1);
+        if (!st && i > 0)
+            st = add_implicit(w, first, s->n_fields, pfirst, pend);
+        pfirst = first;
+        pend = s->n_fields;
+    }
+    w->in_items--;
+    w->cond = outer;
+    return st;
+}
+
+/* An array: of an enum/boolean item, one yes/no field per value
+ * (multi-label); of objects, numbers or strings, add_items. */
 static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs, size_t n_segs,
-                           bool required, bool skip) {
+                           bool required, bool skip, int depth) {
+    if (depth > NEST_MAX_DEPTH)
+        return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: arrays nest deeper than %d", path, NEST_MAX_DEPTH);
     tl_status st = view_check(w, v, KW_LEAF | KW_ARR, "an array");
     if (st)
         return st;
@@ -1327,10 +1635,15 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
     st = view_build(w, items, tl_strbuf_cstr(&ip), &iv);
     if (!st)
         st = collect_values(w, &tmp, &iv, tl_strbuf_cstr(&ip), &c, 0);
-    if (!st && c.n_free)
-        st = tl_error_set(w->err, TL_ERR_SCHEMA,
-                          "schema: %s: arrays of objects, numbers or free strings are not supported yet (an array's "
-                          "items must declare their values: enum, const, boolean)", tl_strbuf_cstr(&ip));
+    if (!st && c.n_free) {
+        /* items that are generated or objects: decided one by one */
+        view_free(&iv);
+        tmp.path = NULL;
+        free_declared(&tmp);
+        st = add_items(w, wd, v, items, tl_strbuf_cstr(&ip), path, segs, n_segs, skip, depth);
+        tl_strbuf_free(&ip);
+        return st;
+    }
     if (!st)
         st = view_check(w, &iv, KW_ENUM, "an array item");
     view_free(&iv);
@@ -1354,11 +1667,6 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
     if (!st && min_items > max_items)
         st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/minItems: %zu is greater than maxItems %zu",
                           view_path_of(v, "minItems"), min_items, max_items);
-    int opt = 0;
-    if (!st)
-        st = read_optional(w, v, path, required, &opt);
-    if (!st && opt == 1)
-        st = refuse(w, "%s/x-optional: \"ask\" on an array is not supported (use \"skip\", or minItems 0)", path);
     /* the group, then one boolean field per value */
     tl_dschema *s = w->s;
     size_t gi = s->n_groups;
@@ -1375,7 +1683,7 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
         g->n = n;
         g->min_items = min_items;
         g->max_items = max_items;
-        g->skip = skip || opt == 2;
+        g->skip = skip;
         if (!g->path || !g->segs || !g->key)
             st = nomem(w->err);
     }
@@ -1452,7 +1760,7 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
 static tl_status walk_object(walk *w, walk_deps *wd, prop_view *v, const char *path, char *const *segs,
                              size_t n_segs, bool skip, int depth);
 
-/* One property of an object. */
+/* One property of an object (or an array's item). */
 static tl_status add_property(walk *w, walk_deps *wd, const json_t *prop, const char *path, char *const *segs,
                               size_t n_segs, bool required, bool skip, int depth) {
     prop_view v;
@@ -1462,7 +1770,7 @@ static tl_status add_property(walk *w, walk_deps *wd, const json_t *prop, const 
     if (!st)
         st = view_type(w, &v, path, &type, &nullable);
     /* Optional[Model] / Optional[list[...]]: anyOf [X, {"type":"null"}] with X
-     * an object or array is decided as X (null is not offered). */
+     * an object or array is X with a presence decision (null) before it. */
     prop_view inner = {0};
     prop_view *use = &v;
     const char *alt = view_get(&v, "oneOf") ? "oneOf" : view_get(&v, "anyOf") ? "anyOf" : NULL;
@@ -1501,19 +1809,34 @@ static tl_status add_property(walk *w, walk_deps *wd, const json_t *prop, const 
             tl_strbuf_free(&mp);
             if (!st)
                 st = view_type(w, &inner, path, &type, &nullable);
+            nullable |= n_null > 0;
             use = &inner;
         }
     }
     if (!st) {
-        if (is_object_view(use, type)) {
+        bool object = is_object_view(use, type), array = !object && type && !strcmp(type, "array");
+        if (object || array) {
+            /* null (nullable) or absent (x-optional "ask"): a presence decision first */
             int opt = 0;
             st = read_optional(w, use, path, required, &opt);
-            if (!st && opt == 1)
-                st = refuse(w, "%s/x-optional: \"ask\" on an object is not supported (use \"skip\")", path);
-            if (!st)
+            tl_dcond outer = w->cond;
+            size_t pi = 0, before = 0;
+            bool presence = !st && opt != 2 && (nullable || opt == 1);
+            if (presence) {
+                st = add_presence(w, wd, use, path, segs, n_segs, nullable, opt == 1, skip, &pi);
+                w->cond = (tl_dcond){(long)pi, 0, 0};
+            }
+            before = w->s->n_nodes;
+            if (!st && object)
                 st = walk_object(w, wd, use, path, segs, n_segs, skip || opt == 2, depth + 1);
-        } else if (type && !strcmp(type, "array")) {
-            st = add_array(w, wd, use, path, segs, n_segs, required, skip);
+            else if (!st)
+                st = add_array(w, wd, use, path, segs, n_segs, required, skip || opt == 2, depth + 1);
+            w->cond = outer;
+            if (!st && presence && before < w->s->n_nodes) {
+                /* the object's / array's own node: its first */
+                w->s->nodes[before].cond = outer;
+                w->s->nodes[before].presence = (long)pi;
+            }
         } else {
             st = add_leaf(w, wd, use, path, segs, n_segs, required, skip);
         }
@@ -1599,14 +1922,15 @@ static tl_status walk_object(walk *w, walk_deps *wd, prop_view *v, const char *p
 /* ---- depends_on ---------------------------------------------------------- */
 
 /* The fields a depends_on name stands for: a field, a multi-label array (all
- * its values) or an object (every field under it); a leading '/' allowed. */
+ * its values), an object or an array of objects (every field under it, its
+ * control fields "x#present", "x#length" too); a leading '/' allowed. */
 static size_t resolve_name(const tl_dschema *s, const char *name, size_t *out) {
     if (name[0] == '/')
         name++;
     size_t n = 0, len = strlen(name);
     for (size_t i = 0; i < s->n_fields; i++) {
         const char *k = s->fields[i].key;
-        if (!strcmp(k, name) || (len && !strncmp(k, name, len) && k[len] == '/'))
+        if (!strcmp(k, name) || (len && !strncmp(k, name, len) && (k[len] == '/' || k[len] == '#')))
             out[n++] = i;
     }
     return n;
@@ -1710,6 +2034,23 @@ static tl_status parse_deps(walk *w, walk_deps *wd) {
         }
     }
     free(colour), free(stack), free(pos);
+    /* auto mode: each array item after the one before it (only earlier fields: no cycle) */
+    for (size_t i = 0; !st && i + 2 < w->n_implicit; i += 3) {
+        tl_dfield *f = &s->fields[w->implicit[i]];
+        size_t first = w->implicit[i + 1], cnt = w->implicit[i + 2];
+        size_t *d = realloc(f->deps, (f->n_deps + cnt + 1) * sizeof *d);
+        if (!d)
+            return nomem(err);
+        f->deps = d;
+        for (size_t j = first; j < first + cnt; j++) {
+            bool dup = false;
+            for (size_t y = 0; y < f->n_deps; y++)
+                dup |= f->deps[y] == j;
+            if (!dup)
+                f->deps[f->n_deps++] = j;
+        }
+        s->any_deps = true;
+    }
     return st;
 }
 
@@ -1757,7 +2098,7 @@ tl_status tl_dschema_parse_opts(const json_t *schema, const tl_dschema_opts *opt
     tl_dschema *s = calloc(1, sizeof *s);
     if (!s)
         return nomem(err);
-    walk w = {.root = schema, .s = s, .err = err};
+    walk w = {.root = schema, .s = s, .err = err, .cond = TL_DCOND_ALWAYS};
     if (opts)
         w.opts = *opts;
     walk_deps wd = {0};
@@ -1765,6 +2106,7 @@ tl_status tl_dschema_parse_opts(const json_t *schema, const tl_dschema_opts *opt
     for (size_t i = 0; i < wd.cap && wd.src; i++)
         free(wd.src[i].path);
     free(wd.src);
+    free(w.implicit);
     if (st) {
         tl_dschema_free(s);
         return st;

@@ -29,6 +29,26 @@ typedef enum tl_dfield_kind {
     TL_DFIELD_STRING        /* {"type":"string"} without enum: generated text (minLength, maxLength, pattern, format) */
 } tl_dfield_kind;
 
+/* A condition: a field (an object, an array) is decided only when the
+ * control field `field` was answered, itself active, with a value index in
+ * [lo, hi]. field = -1: always. A control field always comes before what it
+ * controls (lower index), so one pass in index order evaluates them all. */
+typedef struct tl_dcond {
+    long field;
+    size_t lo, hi;
+} tl_dcond;
+
+#define TL_DCOND_ALWAYS ((tl_dcond){-1, 0, 0})
+
+/* What a field's answer is for. Control fields are categorical decisions
+ * about the shape of the result; their answers are not values. */
+typedef enum tl_dfield_role {
+    TL_DROLE_VALUE = 0, /* its value goes into "values" */
+    TL_DROLE_LENGTH,    /* an array's length: the values minItems..maxItems (key "people#length") */
+    TL_DROLE_MORE,      /* an open-ended array: is there item i? "more" or "done" (key "people/2#more") */
+    TL_DROLE_PRESENCE   /* a generated field's, object's or array's: "(present)", null, "(absent)" (key "x#present") */
+} tl_dfield_role;
+
 typedef struct tl_dfield {
     char *key;            /* property key: the caller's id, the result's key */
     char *name;           /* what the model reads: "x-name", else key */
@@ -65,7 +85,16 @@ typedef struct tl_dfield {
      * the value, enforced during generation; NULL: any text) */
     size_t min_length;
     char *pattern;
+    /* Arrays of objects, numbers and strings, null and "ask" on generated values */
+    tl_dfield_role role;
+    tl_dcond cond;        /* decided only when this holds (an item beyond the length: never) */
+    size_t *after;        /* fields decided before this one in every mode but sequential (its condition's field; */
+    size_t n_after;       /*  for "more" the previous item's fields) */
+    char *place;          /* inside an array: the value's JSON path (/people/0/name) for messages; else NULL */
 } tl_dfield;
+
+/* Where messages name a field: its value's path inside an array, else its schema path. */
+static inline const char *tl_dfield_where(const tl_dfield *f) { return f->place ? f->place : f->path; }
 
 /* An array of an enum/boolean item ({"type":"array","items":{"enum":[...]}}):
  * multi-label. Each value is one yes/no field (fields[first .. first + n));
@@ -81,11 +110,32 @@ typedef struct tl_dgroup {
     char **value_keys;    /* n: their text, the probabilities' keys */
 } tl_dgroup;
 
-/* Result layout: objects, fields and groups in schema order (depth-first). */
-typedef enum tl_dnode_kind { TL_DNODE_OBJECT = 1, TL_DNODE_FIELD, TL_DNODE_GROUP } tl_dnode_kind;
+/* An array of objects, numbers or strings: its length is decided first (a
+ * TL_DROLE_LENGTH field over minItems..maxItems, or, open-ended, a
+ * TL_DROLE_MORE field before each item past minItems), then each item in
+ * order, depth-first; item i's fields are keyed "people/i/...". */
+typedef struct tl_darray {
+    char *key, *path;
+    char **segs;
+    size_t n_segs;
+    size_t min_items, max_items;
+    long length;          /* the TL_DROLE_LENGTH field, or -1 (open-ended, or minItems = maxItems) */
+    bool open_end;        /* TL_DROLE_MORE fields decide the length */
+    bool skip;
+} tl_darray;
+
+#define TL_DARRAY_MAX_ITEMS 256   /* maxItems of an array of objects, numbers or strings */
+#define TL_DARRAY_COUNT_MAX 16    /* at most this many lengths: one length decision; more: open-ended */
+
+/* Result layout: objects, arrays, fields and groups in schema order
+ * (depth-first). cond: the node is in the result only when it holds;
+ * presence: its TL_DROLE_PRESENCE field (null or absent instead), or -1. */
+typedef enum tl_dnode_kind { TL_DNODE_OBJECT = 1, TL_DNODE_FIELD, TL_DNODE_GROUP, TL_DNODE_ARRAY } tl_dnode_kind;
 typedef struct tl_dnode {
     tl_dnode_kind kind;
-    size_t index;         /* into fields / groups; objects: into objects */
+    size_t index;         /* into fields / groups / objects / arrays */
+    tl_dcond cond;
+    long presence;
 } tl_dnode;
 
 typedef struct tl_dobject {
@@ -108,6 +158,9 @@ typedef struct tl_dschema {
     size_t n_groups;
     tl_dobject *objects;  /* nested objects (not the root) */
     size_t n_objects;
+    tl_darray *arrays;    /* arrays of objects, numbers, strings */
+    size_t n_arrays;
+    bool any_after;       /* some field has structural predecessors (tl_dfield.after) */
     tl_dnode *nodes;
     size_t n_nodes;
     char **warnings;      /* --lenient: what was ignored, with its JSON path */

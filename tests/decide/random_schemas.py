@@ -3,7 +3,10 @@
 line, covering every keyword typellm decides: nested objects (inline and
 through $defs/$ref, allOf-wrapped refs, Optional[Model] as anyOf with null),
 multi-label arrays (enum / boolean / const items, minItems, maxItems,
-uniqueItems), string / integer / number enums, booleans, scores, const,
+uniqueItems), arrays of objects, numbers, strings and nullable generated
+values (minItems, maxItems, x-length "open", long ranges that are
+open-ended), null on generated values, objects and arrays (anyOf with null,
+type lists, x-optional "ask" on every kind), string / integer / number enums, booleans, scores, const,
 unions of consts, enums, booleans and null, type lists with "null",
 nullable, generated integers and numbers (bounds, exclusive bounds,
 multipleOf, x-decimals), generated strings (minLength, maxLength, pattern,
@@ -149,6 +152,44 @@ class Gen:
             s["items"] = {"$ref": "#/$defs/" + name}
         return s
 
+    def item_array(self, depth, path):
+        """An array of objects, numbers or strings: decided length, then each item."""
+        r = self.r.random()
+        if r < 0.35:
+            # leaves only (depth 2), so that a few items stay within a 4k context
+            items = self.obj(2, path + ["0"], track=False)
+        elif r < 0.6:
+            items = self.number_field()
+        elif r < 0.85:
+            items = self.string_field()
+        else:
+            items = self.nullable_generated()
+        lo = self.r.randint(0, 2)
+        hi = lo + self.r.randint(0 if lo else 1, 3)
+        s = {"type": "array", "items": items, "maxItems": hi}
+        if lo or self.r.random() < 0.5:
+            s["minItems"] = lo
+        r = self.r.random()
+        if r < 0.25:
+            s["x-length"] = "open"
+        elif r < 0.3:
+            s["x-length"] = "count"
+        elif r < 0.34 and depth == 0:
+            # more lengths than one decision takes: open-ended (small items, so
+            # 17 of them stay within a 4k context)
+            s = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 0,
+                 "maxItems": 17}
+        if self.r.random() < 0.2:
+            name = "Items%d" % len(self.defs)
+            self.defs[name] = s["items"]
+            s["items"] = {"$ref": "#/$defs/" + name}
+        r = self.r.random()
+        if r < 0.15:
+            s = {"anyOf": [s, {"type": "null"}]}
+        elif r < 0.25:
+            s["type"] = ["array", "null"]
+        return s
+
     def leaf(self):
         r = self.r.random()
         if r < 0.3:
@@ -173,13 +214,16 @@ class Gen:
             s = {"$ref": "#/$defs/" + name} if self.r.random() < 0.5 else {"allOf": [{"$ref": "#/$defs/" + name}]}
         return self.annotate(s)
 
-    def obj(self, depth, prefix):
+    def obj(self, depth, prefix, track=True):
+        """track: its fields may be named by a later depends_on (not inside an
+        array's items, whose paths exist only up to the decided length)."""
         props, required = {}, []
         for i in range(self.r.randint(1, 4 if depth else 6)):
             key = "f%d" % i if self.r.random() < 0.8 else "k-%d %s" % (i, self.r.choice(WORDS).replace("/", ""))
             path = prefix + [key]
-            if depth < 2 and self.r.random() < 0.2:
-                sub = self.obj(depth + 1, path)
+            r = self.r.random()
+            if depth < 2 and r < 0.2:
+                sub = self.obj(depth + 1, path, track)
                 r = self.r.random()
                 if r < 0.3:
                     name = "M%d" % len(self.defs)
@@ -187,19 +231,23 @@ class Gen:
                     sub = {"$ref": "#/$defs/" + name}
                 elif r < 0.45:
                     sub = {"anyOf": [sub, {"type": "null"}], "default": None}
+                elif r < 0.55:
+                    sub["type"] = ["object", "null"]
                 props[key] = sub
+            elif depth < 2 and r < 0.32:
+                props[key] = self.item_array(depth, path)
             else:
                 s = self.leaf()
                 if self.keys and self.r.random() < 0.15:
                     s["depends_on"] = [self.r.choice(self.keys)]
                 props[key] = s
-                self.keys.append("/".join(path))
+                if track:
+                    self.keys.append("/".join(path))
             if self.r.random() < 0.6:
                 required.append(key)
             elif self.r.random() < 0.3:
-                t = props[key]
-                declared = ("enum" in t or "const" in t or t.get("type") == "boolean") and t.get("type") != "array"
-                t["x-optional"] = self.r.choice(["ask", "skip"]) if declared else "skip"
+                # "ask": a declared absent choice (categorical values) or a presence decision first (the rest)
+                props[key]["x-optional"] = self.r.choice(["ask", "skip"])
         o = {"type": "object", "properties": props}
         if required:
             o["required"] = required

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_pydantic.sh: Pydantic-v2-shaped schemas (tests/decide/data/pydantic:
-# nested models through $defs/$ref/allOf, list[Enum], Optional[...],
+# nested models through $defs/$ref/allOf, list[Enum], list[Model] (conlist
+# max_length: an array of objects), Optional[...] of numbers, strings, models,
 # Literal[...], constr(pattern=...), date/time/uuid/email/uri/ipv4 formats,
 # x-optional) decided on three fixture models (ChatML, SPM record, Llama 3)
 # in every mode, greedy and sampled; every returned "values" object must

@@ -324,11 +324,16 @@ static void test_values(void) {
     CHECK(f->kind == TL_DFIELD_STRING_ENUM && f->n_values == 3 && f->nullable);
     f = &s->fields[4];
     CHECK(f->kind == TL_DFIELD_INTEGER_ENUM && f->n_values == 3 && json_is_null(f->values[0]));
+    /* a nullable generated value: a presence decision ("(present)", null) first */
     f = &s->fields[5];
-    CHECK(f->kind == TL_DFIELD_INTEGER && f->nullable && f->n_values == 0);
+    CHECK(f->role == TL_DROLE_PRESENCE && !strcmp(f->key, "n#present") && f->n_values == 2);
+    CHECK(!strcmp(f->value_keys[0], "(present)") && json_is_null(f->values[1]) && f->absent == SIZE_MAX);
     f = &s->fields[6];
-    CHECK(f->absent == 2 && f->n_values == 3 && !strcmp(f->value_keys[2], "(absent)"));
+    CHECK(f->kind == TL_DFIELD_INTEGER && f->nullable && f->n_values == 0 && !strcmp(f->key, "n"));
+    CHECK(f->cond.field == 5 && f->cond.lo == 0 && f->cond.hi == 0 && f->n_after == 1 && f->after[0] == 5);
     f = &s->fields[7];
+    CHECK(f->absent == 2 && f->n_values == 3 && !strcmp(f->value_keys[2], "(absent)"));
+    f = &s->fields[8];
     CHECK(f->skip && f->kind == TL_DFIELD_BOOLEAN);
     tl_dschema_free(s);
 }
@@ -346,8 +351,8 @@ static void test_nesting_and_arrays(void) {
         "\"after\":{\"type\":\"boolean\",\"depends_on\":[\"customer\",\"/tags\"]}}}");
     if (!s)
         return;
-    /* customer/tier, customer/address/country, tags/0..2, maybe/tier, maybe/address/country, after */
-    CHECK(s->n_fields == 8 && s->n_groups == 1 && s->n_objects == 4);
+    /* customer/tier, customer/address/country, tags/0..2, maybe#present, maybe/tier, maybe/address/country, after */
+    CHECK(s->n_fields == 9 && s->n_groups == 1 && s->n_objects == 4);
     CHECK(!strcmp(s->fields[0].key, "customer/tier") && !strcmp(s->fields[0].name, "/customer/tier"));
     CHECK(!strcmp(s->fields[0].path, "/properties/customer/properties/tier") && s->fields[0].required);
     CHECK(!strcmp(s->fields[1].key, "customer/address/country") && s->fields[1].n_segs == 3);
@@ -355,14 +360,89 @@ static void test_nesting_and_arrays(void) {
     const tl_dgroup *g = &s->groups[0];
     CHECK(!strcmp(g->key, "tags") && g->first == 2 && g->n == 3 && g->min_items == 1 && g->max_items == 2);
     CHECK(s->fields[3].group == 0 && s->fields[3].group_item == 1 && s->fields[3].kind == TL_DFIELD_BOOLEAN);
-    CHECK(!strcmp(s->fields[5].key, "maybe/tier"));
+    /* Optional[Model]: a presence decision, then the object's fields under it */
+    CHECK(!strcmp(s->fields[5].key, "maybe#present") && s->fields[5].role == TL_DROLE_PRESENCE);
+    CHECK(!strcmp(s->fields[6].key, "maybe/tier") && s->fields[6].cond.field == 5);
     /* depends_on an object (every field under it) and a group (every value) */
-    const tl_dfield *after = &s->fields[7];
+    const tl_dfield *after = &s->fields[8];
     CHECK(after->n_deps == 5 && s->any_deps);
     tl_dplan p;
     tl_error err = {0};
-    CHECK(tl_dplan_make(s, TL_DMODE_AUTO, NULL, &p, &err) == TL_OK && p.n_waves == 2 && p.order[7] == 7);
+    /* the maybe/... fields wait for maybe#present in every mode but sequential */
+    CHECK(tl_dplan_make(s, TL_DMODE_AUTO, NULL, &p, &err) == TL_OK && p.n_waves == 2 && p.order[8] == 8);
     tl_dplan_free(&p);
+    CHECK(tl_dplan_make(s, TL_DMODE_BATCH, NULL, &p, &err) == TL_OK && p.n_waves == 2 && p.wave_start[1] == 7);
+    tl_dplan_free(&p);
+    tl_dschema_free(s);
+}
+
+/* Arrays of objects, numbers and strings: the length first, then each item
+ * under its condition; open-ended arrays ask "more" before each item past
+ * minItems. */
+static void test_item_arrays(void) {
+    tl_dschema *s = expect_ok(
+        "{\"properties\":{"
+        "\"people\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":3,\"description\":\"Who is named\","
+        " \"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
+        "  \"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}},\"required\":[\"name\",\"age\"]}},"
+        "\"nums\":{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0,\"maximum\":20},\"minItems\":1,"
+        " \"maxItems\":3,\"x-length\":\"open\"},"
+        "\"two\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"format\":\"date\"},\"minItems\":2,\"maxItems\":2}}}");
+    if (!s)
+        return;
+    /* people#length, 3 x (name, age), nums/0, nums/1#more, nums/1, nums/2#more, nums/2, two/0, two/1 */
+    CHECK(s->n_fields == 14 && s->n_arrays == 3 && s->n_objects == 3);
+    const tl_dfield *f = &s->fields[0];
+    CHECK(f->role == TL_DROLE_LENGTH && !strcmp(f->key, "people#length") && f->kind == TL_DFIELD_INTEGER_ENUM);
+    CHECK(f->n_values == 3 && json_integer_value(f->values[0]) == 1 && json_integer_value(f->values[2]) == 3);
+    CHECK(!strcmp(f->question, "Who is named How many items?") && !strcmp(f->name, "people"));
+    CHECK(s->arrays[0].length == 0 && s->arrays[0].min_items == 1 && s->arrays[0].max_items == 3);
+    f = &s->fields[1];
+    CHECK(!strcmp(f->key, "people/0/name") && !strcmp(f->name, "/people/0/name") && f->kind == TL_DFIELD_STRING);
+    CHECK(!strcmp(f->path, "/properties/people/items/properties/name") && !strcmp(tl_dfield_where(f), "/people/0/name"));
+    CHECK(f->cond.field == 0 && f->cond.lo == 0 && f->cond.hi == 2);
+    CHECK(s->fields[3].cond.lo == 1 && !strcmp(s->fields[4].key, "people/1/age") && s->fields[5].cond.lo == 2);
+    /* auto mode: item 1 waits for item 0 */
+    CHECK(s->fields[3].n_deps == 2 && s->fields[3].deps[0] == 1 && s->any_deps);
+    f = &s->fields[7];
+    CHECK(!strcmp(f->key, "nums/0") && f->cond.field == -1 && f->kind == TL_DFIELD_NUMBER);
+    f = &s->fields[8];
+    CHECK(f->role == TL_DROLE_MORE && !strcmp(f->key, "nums/1#more") && f->n_values == 2 && f->cond.field == -1);
+    CHECK(!strcmp(f->value_keys[0], "more") && !strcmp(f->value_keys[1], "done") && f->n_after == 1 && f->after[0] == 7);
+    CHECK(s->fields[9].cond.field == 8 && !strcmp(s->fields[10].key, "nums/2#more") && s->fields[10].cond.field == 8);
+    CHECK(s->fields[11].cond.field == 10 && s->arrays[1].open_end && s->arrays[1].length == -1);
+    /* a fixed length: no decision */
+    CHECK(!strcmp(s->fields[12].key, "two/0") && s->fields[12].cond.field == -1 && s->arrays[2].length == -1);
+    tl_dplan p;
+    tl_error err = {0};
+    /* batch: length and the fixed items; then the items under it and nums/1#more; ... */
+    CHECK(tl_dplan_make(s, TL_DMODE_BATCH, NULL, &p, &err) == TL_OK && p.n_waves == 5);
+    CHECK(p.wave_start[1] == 4 && p.order[0] == 0 && p.order[1] == 7 && p.order[2] == 12);
+    tl_dplan_free(&p);
+    CHECK(tl_dplan_make(s, TL_DMODE_SEQUENTIAL, NULL, &p, &err) == TL_OK && p.n_waves == 14);
+    tl_dplan_free(&p);
+    CHECK(tl_dschema_find(s, "people#length") == 0 && tl_dschema_find(s, "/nums/1#more") == 8);
+    tl_dschema_free(s);
+
+    /* null and absent on objects and arrays: a presence decision before them */
+    s = expect_ok("{\"properties\":{"
+                  "\"addr\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}},"
+                  "{\"type\":\"null\"}]},"
+                  "\"tags\":{\"type\":[\"array\",\"null\"],\"items\":{\"enum\":[\"a\",\"b\"]},\"x-optional\":\"ask\"},"
+                  "\"amount\":{\"type\":\"number\",\"x-optional\":\"ask\"}}}");
+    if (!s)
+        return;
+    CHECK(s->n_fields == 7);
+    CHECK(s->fields[0].role == TL_DROLE_PRESENCE && !strcmp(s->fields[0].key, "addr#present"));
+    CHECK(s->fields[0].n_values == 2 && s->fields[1].cond.field == 0);
+    CHECK(!strcmp(s->fields[2].key, "tags#present") && s->fields[2].n_values == 3 && s->fields[2].absent == 2);
+    CHECK(s->fields[3].group == 0 && s->fields[3].cond.field == 2);
+    CHECK(!strcmp(s->fields[5].key, "amount#present") && s->fields[5].n_values == 2 && s->fields[5].absent == 1);
+    CHECK(s->fields[6].kind == TL_DFIELD_NUMBER && s->fields[6].cond.field == 5);
+    /* the nodes: addr#present, addr (presence 0), addr/city, tags#present, tags (presence 2), amount#present, amount */
+    CHECK(s->n_nodes == 7 && s->nodes[1].kind == TL_DNODE_OBJECT && s->nodes[1].presence == 0);
+    CHECK(s->nodes[4].kind == TL_DNODE_GROUP && s->nodes[4].presence == 2 && s->nodes[4].cond.field == -1);
+    CHECK(s->nodes[6].presence == 5 && s->nodes[6].index == 6);
     tl_dschema_free(s);
 }
 
@@ -378,7 +458,8 @@ static void test_strings(void) {
     CHECK(s->fields[0].kind == TL_DFIELD_STRING && s->fields[0].max_length == 10 && s->fields[0].pattern);
     CHECK(s->fields[1].kind == TL_DFIELD_STRING && s->fields[1].pattern && strstr(s->fields[1].pattern, "02-"));
     CHECK(s->fields[2].min_length == 2 && s->fields[2].max_length == 30 && !s->fields[2].pattern);
-    CHECK(s->fields[3].kind == TL_DFIELD_STRING && s->fields[3].max_length == 5 && s->fields[3].nullable);
+    CHECK(s->fields[3].role == TL_DROLE_PRESENCE && !strcmp(s->fields[3].key, "opt#present"));
+    CHECK(s->fields[4].kind == TL_DFIELD_STRING && s->fields[4].max_length == 5 && s->fields[4].nullable);
     CHECK(tl_dfield_generated(&s->fields[0]));
     tl_dschema_free(s);
     /* strict mode: by flag or by "x-strict" */
@@ -426,9 +507,40 @@ static void test_refusals(void) {
     expect_refusal("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":\"x\"},{\"type\":\"integer\"}]}}}",
                    "schema: /properties/a: a union of declared values and a free type; typellm decides declared "
                    "values or generates one type, not both", false);
-    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":3}}}",
-                   "schema: /properties/a/items: arrays of objects, numbers or free strings are not supported yet (an "
-                   "array's items must declare their values: enum, const, boolean)", false);
+    /* arrays of objects, numbers, strings */
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}}",
+                   "schema: /properties/a/maxItems: missing; an array of objects, numbers or strings needs maxItems (its "
+                   "items are decided one by one, at most 256)", false);
+    expect_refusal("{\"properties\":{\"o\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\","
+                   "\"items\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"string\"}}}}}}}}",
+                   "schema: /properties/o/properties/a/maxItems: missing; an array of objects, numbers or strings needs "
+                   "maxItems (its items are decided one by one, at most 256)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":300}}}",
+                   "schema: /properties/a/maxItems: 300; an array of objects, numbers or strings has at most 256 items",
+                   false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":4,"
+                   "\"maxItems\":3}}}",
+                   "schema: /properties/a/minItems: 4 is greater than maxItems 3", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":3,"
+                   "\"uniqueItems\":true}}}",
+                   "schema: /properties/a/uniqueItems: typellm cannot keep generated items distinct (objects, numbers, "
+                   "strings are decided one by one)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":3,"
+                   "\"x-length\":\"guess\"}}}",
+                   "schema: /properties/a/x-length: must be \"count\" or \"open\"", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"x-optional\":\"ask\"},"
+                   "\"maxItems\":3}}}",
+                   "schema: /properties/a/items/x-optional: array items are not optional (minItems says how many there "
+                   "must be)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+                   "\"n\":{\"type\":\"integer\",\"colour\":1}}},\"maxItems\":2}}}",
+                   "schema: /properties/a/items/properties/n/colour: unknown keyword (a typo? --lenient ignores it)", true);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":9,"
+                   "\"maxLength\":3},\"maxItems\":2}}}",
+                   "schema: /properties/a/items/minLength: 9 is greater than maxLength 3", false);
+    expect_refusal("{\"properties\":{\"a\":{\"type\":\"integer\",\"x-optional\":\"ask\"}},\"required\":[\"a\"]}",
+                   "schema: /properties/a/x-optional: the property is required (listed in its object's \"required\")",
+                   false);
     expect_refusal("{\"properties\":{\"a\":{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"minItems\":3}}}",
                    "schema: /properties/a/minItems: 3, but the items have only 2 values (each is chosen at most once)",
                    false);
@@ -458,6 +570,7 @@ int main(void) {
     test_refs_and_titles();
     test_values();
     test_nesting_and_arrays();
+    test_item_arrays();
     test_strings();
     test_refusals();
     return TEST_DONE();

@@ -2,7 +2,8 @@
 protocols.md against a running `typellm serve` (qwen2-d64-q8_0, ChatML):
 exact answer shapes, TypeSafe's confidence formulas, independence of
 questions (and of their ids), the error table, /v1/models and /v1/decide
-(equal to `typellm decide` run locally)."""
+(equal to `typellm decide` run locally, also for an array-of-objects schema,
+which /v1/chat/completions' json_schema response format decides validly)."""
 import json
 import math
 import os
@@ -188,6 +189,41 @@ for mode in ("sequential", "batch", "auto"):
         rp = remote["fields"][f]["probabilities"]
         check(set(rp) == set(lf["probabilities"]) and
               all(abs(rp[k] - v) < 1e-9 for k, v in lf["probabilities"].items()), f"{mode}/{f}: probabilities")
+# an array of objects (issue 13): the length decision, then each item; equal to the CLI's
+aschema = {"type": "object", "properties": {
+    "items": {"type": "array", "minItems": 1, "maxItems": 3, "description": "What was bought",
+              "items": {"type": "object", "properties": {
+                  "kind": {"type": "string", "enum": ["ride", "meal", "room"]},
+                  "amount": {"anyOf": [{"type": "number", "minimum": 0, "maximum": 500, "x-decimals": 2},
+                                       {"type": "null"}]},
+                  "code": {"type": "string", "pattern": "^[A-Z]{3}$"}}, "required": ["kind", "amount", "code"]}}}}
+asp = os.path.join(SCRATCH, "aschema.json")
+json.dump(aschema, open(asp, "w"))
+for mode in ("sequential", "batch", "auto"):
+    st, remote, _ = call("/v1/decide", {"context": context, "schema": aschema, "mode": mode})
+    check(st == 200, f"/v1/decide array of objects {mode}: {st} {remote}")
+    if st != 200:
+        continue
+    local = json.loads(subprocess.run([BIN, "decide", "--model", MODEL, "--schema", asp, "--context-text", context,
+                                       "--mode", mode, "--threads", "1"], capture_output=True, check=True).stdout)
+    check(remote["values"] == local["values"], f"array of objects {mode}: values equal the CLI's")
+    n = remote["fields"]["items#length"]["value"]
+    check(isinstance(remote["values"]["items"], list) and len(remote["values"]["items"]) == n,
+          f"array of objects {mode}: {n} items")
+    for f, lf in local["fields"].items():
+        rp = remote["fields"][f].get("probabilities", {})
+        check(set(rp) == set(lf.get("probabilities", {})) and
+              all(abs(rp[k] - v) < 1e-9 for k, v in lf.get("probabilities", {}).items()), f"{mode}/{f}: probabilities")
+# the same schema as an OpenAI json_schema response format (decided by tl_decide): valid content
+st, body, _ = call("/v1/chat/completions", {"model": ex["model"], "messages": [{"role": "user", "content": context}],
+                                            "response_format": {"type": "json_schema",
+                                                                "json_schema": {"name": "order", "schema": aschema}}})
+check(st == 200, f"chat json_schema, array of objects: {st} {body}")
+if st == 200:
+    import jsonschema
+    content = json.loads(body["choices"][0]["message"]["content"])
+    errs = list(jsonschema.Draft202012Validator(aschema).iter_errors(content))
+    check(not errs and isinstance(content.get("items"), list), f"chat json_schema content {content}: {errs[:2]}")
 st, body, _ = call("/v1/decide", {"context": context, "schema": {"type": "object", "properties": {"x": {"type": "string", "enum": []}}}})
 check(st == 422 and "/properties/x" in json.dumps(body), f"/v1/decide bad schema -> 422 with path: {body}")
 st, body, _ = call("/v1/decide", {"context": context})

@@ -9,7 +9,8 @@
  * local tokenizer GGUF gives the same answers as local. Numbers are generated
  * under the local automaton by candidate-only scoring: identical values
  * (multipleOf, exclusive bounds, decimals; greedy and seeded sampling) and
- * probabilities within 1e-4. */
+ * probabilities within 1e-4; an array of objects (its length decision, then
+ * each item) gives the same values and probabilities as local. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -221,6 +222,47 @@ int main(void) {
             CHECKF(strstr(err.msg, "--tokenizer") && strstr(err.msg, "sevens"), "message: %s", err.msg);
         }
         json_decref(ns);
+    }
+
+    /* An array of objects (issue 13): the length, then each item's fields
+     * (an enum, a patterned string, a nullable number: presence first), and
+     * an open-ended array of strings: over the remote backend exactly as
+     * locally, in every mode. */
+    if (remote_tok) {
+        json_t *as = json_loads(
+            "{\"type\":\"object\",\"properties\":{"
+            "\"people\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":3,\"description\":\"Who is named\","
+            " \"items\":{\"type\":\"object\",\"properties\":{"
+            "  \"role\":{\"type\":\"string\",\"enum\":[\"customer\",\"engineer\"]},"
+            "  \"code\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}[0-9]{2}$\"},"
+            "  \"hours\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":48},{\"type\":\"null\"}]}},"
+            "  \"required\":[\"role\",\"code\",\"hours\"]}},"
+            "\"steps\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":8},\"maxItems\":2,"
+            " \"x-length\":\"open\"}}}",
+            0, NULL);
+        CHECK(as != NULL);
+        const char *amodes[3] = {"sequential", "batch", "auto"};
+        for (int i = 0; i < 3 && as; i++) {
+            tl_decide_opts o = {.mode = amodes[i]};
+            json_t *lr = NULL, *rr = NULL;
+            CHECK(tl_decide_json(local, CONTEXT, strlen(CONTEXT), as, &o, &lr, &err) == TL_OK);
+            tl_status st = tl_decide_json(remote_tok, CONTEXT, strlen(CONTEXT), as, &o, &rr, &err);
+            CHECKF(st == TL_OK, "array of objects remote (%s): %s", amodes[i], err.msg);
+            if (lr && rr) {
+                compare(lr, rr, amodes[i], 1e-4);
+                const json_t *lv = json_object_get(lr, "values"), *rv = json_object_get(rr, "values");
+                CHECKF(json_equal(lv, rv), "%s: array-of-objects values differ", amodes[i]);
+                const json_t *people = json_object_get(rv, "people");
+                json_int_t len = json_integer_value(
+                    json_object_get(json_object_get(json_object_get(rr, "fields"), "people#length"), "value"));
+                CHECKF(json_is_array(people) && (json_int_t)json_array_size(people) == len && len >= 1 && len <= 3,
+                       "%s: people has %zu items, the length decision says %lld", amodes[i], json_array_size(people),
+                       (long long)len);
+            }
+            json_decref(lr);
+            json_decref(rr);
+        }
+        json_decref(as);
     }
 
     /* Open free text: the server generates under the JSON-string-body regex
