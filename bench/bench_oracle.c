@@ -41,12 +41,12 @@ static void report(const char *what, samples *s) {
 }
 
 /* One timed query: a new state from st plus chars, and its status. */
-static double timed_query(ae_engine *eng, const ae_state *st, const char *chars, size_t n, ae_verdict *v) {
+static double timed_query(tl_aeon_engine *eng, const tl_aeon_state *st, const char *chars, size_t n, tl_aeon_verdict *v) {
     double t0 = tl_now_s();
-    ae_state *ns = ae_state_advance(st, chars, n);
-    *v = ae_completion_status(eng, ns, NULL, NULL);
+    tl_aeon_state *ns = tl_aeon_state_advance(st, chars, n);
+    *v = tl_aeon_completion_status(eng, ns, NULL, NULL);
     double dt = tl_now_s() - t0;
-    ae_state_free(ns);
+    tl_aeon_state_free(ns);
     return dt;
 }
 
@@ -75,11 +75,11 @@ int main(int argc, char **argv) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", argv[1], cases[c].file);
-        ae_program *p;
-        ae_scope *s;
-        ae_engine *e = NULL;
+        tl_aeon_program *p;
+        tl_aeon_scope *s;
+        tl_aeon_engine *e = NULL;
         tl_error err;
-        if (ae_program_load_file(path, &p, &err) || ae_scope_new(p, &s, &err)) {
+        if (tl_aeon_program_load_file(path, &p, &err) || tl_aeon_scope_new(p, &s, &err)) {
             fprintf(stderr, "%s: %s\n", path, err.msg);
             return 1;
         }
@@ -89,31 +89,31 @@ int main(int argc, char **argv) {
                 char text[512];
                 snprintf(text, sizeof text, "%*s%s", rep, "", cases[c].cands[k]);
                 size_t n = strlen(text);
-                ae_state *st = ae_state_initial();
+                tl_aeon_state *st = tl_aeon_state_initial();
                 for (size_t i = 0; i < n; i++) {
-                    ae_engine_free(e);
-                    if (ae_engine_new(s, NULL, &e, &err))
+                    tl_aeon_engine_free(e);
+                    if (tl_aeon_engine_new(s, NULL, &e, &err))
                         return 1;
-                    ae_verdict v;
+                    tl_aeon_verdict v;
                     add(&commit, timed_query(e, st, text + i, 1, &v));
-                    live += v == AE_LIVE;
-                    dead += v == AE_DEAD;
-                    unknown += v == AE_UNKNOWN;
+                    live += v == TL_AEON_LIVE;
+                    dead += v == TL_AEON_DEAD;
+                    unknown += v == TL_AEON_UNKNOWN;
                     for (size_t q = 0; q < sizeof probes / sizeof probes[0]; q++) {
-                        ae_verdict pv;
+                        tl_aeon_verdict pv;
                         add(&probe, timed_query(e, st, probes[q], strlen(probes[q]), &pv));
                     }
-                    ae_state *ns = ae_state_advance(st, text + i, 1);
-                    ae_state_free(st);
+                    tl_aeon_state *ns = tl_aeon_state_advance(st, text + i, 1);
+                    tl_aeon_state_free(st);
                     st = ns;
                 }
-                ae_state_free(st);
+                tl_aeon_state_free(st);
             }
         }
-        ae_engine_free(e);
+        tl_aeon_engine_free(e);
         e = NULL;
-        ae_scope_free(s);
-        ae_program_free(p);
+        tl_aeon_scope_free(s);
+        tl_aeon_program_free(p);
     }
     printf("oracle on %zu example files (commit path: %zu LIVE, %zu DEAD, %zu UNKNOWN)\n",
            sizeof cases / sizeof cases[0], live, dead, unknown);

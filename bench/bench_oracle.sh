@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 mkdir -p build-bench
 cc -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -Iinclude -Isrc bench/bench_oracle.c \
   src/aeon/syntax.c src/aeon/check.c src/aeon/eval.c src/aeon/oracle.c src/aeon/validate.c \
-  src/util/error.c src/util/strbuf.c src/util/fileio.c -lm -o build-bench/bench_oracle
+  src/util/arena.c src/util/error.c src/util/strbuf.c src/util/fileio.c src/util/utf8.c -lm -o build-bench/bench_oracle
 build-bench/bench_oracle examples/synthesis/type_constrained

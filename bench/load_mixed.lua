@@ -10,21 +10,9 @@ local states = {
   "Customer: my package has been stuck in transit for three weeks and support does not answer.",
 }
 local prompts = { "Once upon a time", "The weather today is", "In a small village", "def main():" }
-local threads = {}
-local counter = 0
-
-function setup(thread)
-  thread:set("id", counter)
-  counter = counter + 1
-  table.insert(threads, thread)
-end
-
-function init(args)
-  errors = 0
-  statuses = {}
-  n = 0
-  math.randomseed(id * 7919 + 17)
-end
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "load_common.lua")
+setup, response, done = common.setup, common.response, common.done
+init = common.init
 
 local function systemone_body(state)
   return string.format([[{"model":"any","state":%q,"questions":{
@@ -43,28 +31,9 @@ end
 local headers = { ["Content-Type"] = "application/json" }
 
 function request()
-  n = n + 1
   local r = math.random()
   if r < 0.5 then
     return wrk.format("POST", "/v1/systemone", headers, systemone_body(states[math.random(#states)]))
   end
   return wrk.format("POST", "/generate", headers, generate_body(prompts[math.random(#prompts)], r < 0.75))
-end
-
-function response(status, hdrs, body)
-  if status ~= 200 then
-    errors = errors + 1
-    statuses[status] = (statuses[status] or 0) + 1
-  end
-end
-
-function done(summary, latency, requests)
-  local errs = 0
-  for _, t in ipairs(threads) do
-    errs = errs + t:get("errors")
-  end
-  io.write(string.format("LOAD requests=%d non200=%d socket_errors=%d timeouts=%d rps=%.2f p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f\n",
-    summary.requests, errs, summary.errors.connect + summary.errors.read + summary.errors.write,
-    summary.errors.timeout, summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000))
 end

@@ -10,20 +10,13 @@ local inputs = {
   "Customer: thanks a lot, the replacement arrived yesterday and works perfectly.",
   "Customer: my package has been stuck in transit for three weeks and support does not answer.",
 }
-local threads = {}
-local counter = 0
+local common = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "load_common.lua")
+setup, response, done = common.setup, common.response, common.done
 local model = "any"
 
-function setup(thread)
-  thread:set("id", counter)
-  counter = counter + 1
-  table.insert(threads, thread)
-end
-
 function init(args)
-  errors = 0
+  common.init()
   model = args[1] or "any"
-  math.randomseed(id * 7919 + 17)
 end
 
 local function decisions_body(input)
@@ -55,21 +48,4 @@ function request()
     return wrk.format("POST", "/v1/chat/completions", headers, chat_body(input, r < 0.5))
   end
   return wrk.format("POST", "/v1/systemone", headers, systemone_body(input))
-end
-
-function response(status, hdrs, body)
-  if status ~= 200 then
-    errors = errors + 1
-  end
-end
-
-function done(summary, latency, requests)
-  local errs = 0
-  for _, t in ipairs(threads) do
-    errs = errs + t:get("errors")
-  end
-  io.write(string.format("LOAD requests=%d non200=%d socket_errors=%d timeouts=%d rps=%.2f p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f\n",
-    summary.requests, errs, summary.errors.connect + summary.errors.read + summary.errors.write,
-    summary.errors.timeout, summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(90) / 1000, latency:percentile(99) / 1000))
 end

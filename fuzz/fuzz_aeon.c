@@ -16,36 +16,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *text = (const char *)data;
     const uint8_t *nul = memchr(data, 0, size);
     size_t prog_len = nul ? (size_t)(nul - data) : size;
-    ae_program *p = NULL;
+    tl_aeon_program *p = NULL;
     tl_error err;
-    if (ae_program_load(text, prog_len, &p, &err) != TL_OK) {
-        if (ae_program_load(fallback, sizeof fallback - 1, &p, &err) != TL_OK)
+    if (tl_aeon_program_load(text, prog_len, &p, &err) != TL_OK) {
+        if (tl_aeon_program_load(fallback, sizeof fallback - 1, &p, &err) != TL_OK)
             abort();
     }
-    ae_validation v;
-    ae_validate(p, text, prog_len, &v, &err); /* the program text as a candidate: must not crash */
-    ae_scope *s = NULL;
-    ae_engine *e = NULL;
-    ae_oracle_limits lim = {.max_states = 5000};
-    if (ae_scope_new(p, &s, &err) == TL_OK && ae_engine_new(s, &lim, &e, &err) == TL_OK) {
+    tl_aeon_validation v;
+    tl_aeon_validate(p, text, prog_len, &v, &err); /* the program text as a candidate: must not crash */
+    tl_aeon_scope *s = NULL;
+    tl_aeon_engine *e = NULL;
+    tl_aeon_oracle_limits lim = {.max_states = 5000};
+    if (tl_aeon_scope_new(p, &s, &err) == TL_OK && tl_aeon_engine_new(s, &lim, &e, &err) == TL_OK) {
         const char *prefix = nul ? (const char *)nul + 1 : text;
         size_t plen = nul ? size - prog_len - 1 : size;
-        ae_state *s0 = ae_state_initial();
-        ae_state *st = ae_state_advance(s0, prefix, plen);
+        tl_aeon_state *s0 = tl_aeon_state_initial();
+        tl_aeon_state *st = tl_aeon_state_advance(s0, prefix, plen);
         tl_strbuf w = TL_STRBUF_INIT;
-        if (st && ae_completion_status(e, st, &w, NULL) == AE_LIVE) {
-            ae_expr *x;
+        if (st && tl_aeon_completion_status(e, st, &w, NULL) == TL_AEON_LIVE) {
+            tl_aeon_expr *x;
             if (w.len < plen || memcmp(w.buf, prefix, plen))
                 abort();
-            if (ae_parse_expr(p, w.buf, w.len, &x, &err) != TL_OK || ae_check_candidate(p, x, &err) != TL_OK)
+            if (tl_aeon_parse_expr(p, w.buf, w.len, &x, &err) != TL_OK || tl_aeon_check_candidate(p, x, &err) != TL_OK)
                 abort();
         }
         tl_strbuf_free(&w);
-        ae_state_free(st);
-        ae_state_free(s0);
+        tl_aeon_state_free(st);
+        tl_aeon_state_free(s0);
     }
-    ae_engine_free(e);
-    ae_scope_free(s);
-    ae_program_free(p);
+    tl_aeon_engine_free(e);
+    tl_aeon_scope_free(s);
+    tl_aeon_program_free(p);
     return 0;
 }

@@ -6,8 +6,8 @@
  * witness it produces with the parser + checker here. Refinements are parsed
  * and kept, erased for typing, and checked only by evaluation (validate.c).
  *
- * Memory: an ae_program owns an arena; every AST node, name and type lives
- * until ae_program_free. Types are interned small integers (ae_type). */
+ * Memory: a tl_aeon_program owns an arena (the library's private bump
+ * allocator); every AST node, name and type lives until tl_aeon_program_free. Types are interned small integers (tl_aeon_type). */
 #ifndef TYPELLM_AEON_H
 #define TYPELLM_AEON_H
 
@@ -22,115 +22,104 @@
 extern "C" {
 #endif
 
-/* ---- arena ---------------------------------------------------------------- */
-
-typedef struct ae_arena_chunk ae_arena_chunk;
-typedef struct ae_arena {
-    ae_arena_chunk *head;
-    size_t total;  /* bytes handed out, for limits */
-} ae_arena;
-
-TL_API void *ae_alloc(ae_arena *a, size_t n); /* zeroed; NULL on OOM */
-TL_API char *ae_strndup(ae_arena *a, const char *s, size_t n);
-TL_API void ae_arena_free(ae_arena *a);
-
 /* ---- types ---------------------------------------------------------------- */
 
-typedef int32_t ae_type; /* index into ae_types; -1 = none/unknown */
-enum { AE_T_INT = 0, AE_T_BOOL = 1, AE_T_FLOAT = 2, AE_T_STRING = 3, AE_T_UNIT = 4, AE_N_BASE = 5 };
-#define AE_MAX_TYPES 256
+typedef int32_t tl_aeon_type; /* index into tl_aeon_types; -1 = none/unknown */
+enum { TL_AEON_T_INT = 0, TL_AEON_T_BOOL = 1, TL_AEON_T_FLOAT = 2, TL_AEON_T_STRING = 3, TL_AEON_T_UNIT = 4, TL_AEON_N_BASE = 5 };
+#define TL_AEON_MAX_TYPES 256
 
-typedef struct ae_types {
+typedef struct tl_aeon_types {
     int n;
-    struct { bool arrow; ae_type arg, res; } t[AE_MAX_TYPES];
-} ae_types;
+    struct { bool arrow; tl_aeon_type arg, res; } t[TL_AEON_MAX_TYPES];
+} tl_aeon_types;
 
-TL_API void ae_types_init(ae_types *tt);
+TL_API void tl_aeon_types_init(tl_aeon_types *tt);
 /* Interns (arg) -> res; -1 when the table is full. */
-TL_API ae_type ae_type_arrow(ae_types *tt, ae_type arg, ae_type res);
-TL_API bool ae_type_is_arrow(const ae_types *tt, ae_type t);
+TL_API tl_aeon_type tl_aeon_type_arrow(tl_aeon_types *tt, tl_aeon_type arg, tl_aeon_type res);
+TL_API bool tl_aeon_type_is_arrow(const tl_aeon_types *tt, tl_aeon_type t);
 /* Writes Aeon surface syntax, e.g. "(x0:Int) -> Bool". */
-TL_API void ae_type_print(const ae_types *tt, ae_type t, tl_strbuf *out);
+TL_API void tl_aeon_type_print(const tl_aeon_types *tt, tl_aeon_type t, tl_strbuf *out);
 
 /* ---- syntax --------------------------------------------------------------- */
 
-typedef enum ae_expr_kind {
-    AE_E_INT, AE_E_FLOAT, AE_E_BOOL, AE_E_STRING, AE_E_UNIT, AE_E_VAR, AE_E_HOLE,
-    AE_E_APP, AE_E_BINOP, AE_E_NOT, AE_E_IF, AE_E_LET, AE_E_FUN, AE_E_ANNOT
-} ae_expr_kind;
+typedef enum tl_aeon_expr_kind {
+    TL_AEON_E_INT, TL_AEON_E_FLOAT, TL_AEON_E_BOOL, TL_AEON_E_STRING, TL_AEON_E_UNIT, TL_AEON_E_VAR, TL_AEON_E_HOLE,
+    TL_AEON_E_APP, TL_AEON_E_BINOP, TL_AEON_E_NOT, TL_AEON_E_IF, TL_AEON_E_LET, TL_AEON_E_FUN, TL_AEON_E_ANNOT
+} tl_aeon_expr_kind;
 
-typedef enum ae_binop {
-    AE_OP_OR, AE_OP_AND, AE_OP_EQ, AE_OP_NE, AE_OP_LT, AE_OP_LE, AE_OP_GT, AE_OP_GE,
-    AE_OP_ADD, AE_OP_SUB, AE_OP_MUL, AE_OP_DIV, AE_OP_MOD
-} ae_binop;
+typedef enum tl_aeon_binop {
+    TL_AEON_OP_OR, TL_AEON_OP_AND, TL_AEON_OP_EQ, TL_AEON_OP_NE, TL_AEON_OP_LT, TL_AEON_OP_LE, TL_AEON_OP_GT, TL_AEON_OP_GE,
+    TL_AEON_OP_ADD, TL_AEON_OP_SUB, TL_AEON_OP_MUL, TL_AEON_OP_DIV, TL_AEON_OP_MOD
+} tl_aeon_binop;
 
-typedef struct ae_expr ae_expr;
-struct ae_expr {
-    ae_expr_kind kind;
+typedef struct tl_aeon_expr tl_aeon_expr;
+struct tl_aeon_expr {
+    tl_aeon_expr_kind kind;
     int line, col;
-    int64_t ival;      /* AE_E_INT, AE_E_BOOL; AE_E_HOLE: byte offset of `?name` in the source */
-    double fval;       /* AE_E_FLOAT */
-    const char *str;   /* AE_E_STRING (decoded), AE_E_VAR / LET / FUN / HOLE name */
-    size_t str_len;    /* AE_E_STRING byte length; AE_E_HOLE: length of `?name` */
-    ae_binop op;       /* AE_E_BINOP */
-    ae_expr *a, *b, *c;/* APP: fn a, arg b; BINOP a op b; NOT a; IF a b c; LET value a body b; FUN body a; ANNOT a */
-    ae_type ty;        /* ANNOT / LET / FUN binder annotation (-1 when absent) */
+    int64_t ival;      /* TL_AEON_E_INT, TL_AEON_E_BOOL; TL_AEON_E_HOLE: byte offset of `?name` in the source */
+    double fval;       /* TL_AEON_E_FLOAT */
+    const char *str;   /* TL_AEON_E_STRING (decoded), TL_AEON_E_VAR / LET / FUN / HOLE name */
+    size_t str_len;    /* TL_AEON_E_STRING byte length; TL_AEON_E_HOLE: length of `?name` */
+    tl_aeon_binop op;       /* TL_AEON_E_BINOP */
+    tl_aeon_expr *a, *b, *c;/* APP: fn a, arg b; BINOP a op b; NOT a; IF a b c; LET value a body b; FUN body a; ANNOT a */
+    tl_aeon_type ty;        /* ANNOT / LET / FUN binder annotation (-1 when absent) */
 };
 
 /* A type as written: the erased type plus an optional refinement
  * {binder:T | pred}. */
-typedef struct ae_rtype {
-    ae_type ty;
+typedef struct tl_aeon_rtype {
+    tl_aeon_type ty;
     const char *binder; /* NULL when unrefined */
-    ae_expr *pred;
-} ae_rtype;
+    tl_aeon_expr *pred;
+} tl_aeon_rtype;
 
-typedef struct ae_param {
+typedef struct tl_aeon_param {
     const char *name;
-    ae_rtype rt;
-} ae_param;
+    tl_aeon_rtype rt;
+} tl_aeon_param;
 
-typedef struct ae_decorator {
+typedef struct tl_aeon_decorator {
     const char *name;   /* "example", "minimize_int", "prompt", ... */
     int line, col;
-    ae_expr *arg;       /* the (first) argument as an expression, or NULL */
+    tl_aeon_expr *arg;       /* the (first) argument as an expression, or NULL */
     const char *text;   /* string argument (prompt, doc), or NULL */
-} ae_decorator;
+} tl_aeon_decorator;
 
-typedef struct ae_def {
+typedef struct tl_aeon_def {
     const char *name;
     int line, col;
-    ae_param *params;
+    tl_aeon_param *params;
     int n_params;
-    ae_rtype result;
-    ae_expr *body;
-    ae_decorator *decos;
+    tl_aeon_rtype result;
+    tl_aeon_expr *body;
+    tl_aeon_decorator *decos;
     int n_decos;
-    ae_type fn_type;        /* params -> result, erased; -1 if unsupported */
+    tl_aeon_type fn_type;        /* params -> result, erased; -1 if unsupported */
     const char *unsupported;/* why this def is filtered from contexts (NULL: usable) */
-} ae_def;
+} tl_aeon_def;
 
 /* One name visible at the hole, innermost first. */
-typedef struct ae_binding {
+typedef struct tl_aeon_binding {
     const char *name;
-    ae_type ty;
-} ae_binding;
+    tl_aeon_type ty;
+} tl_aeon_binding;
 
-typedef struct ae_program {
-    ae_arena arena;
-    ae_types types;
+struct tl_arena; /* private to the library */
+typedef struct tl_aeon_program {
+    struct tl_arena *arena;  /* owns the nodes, names and source text */
+    tl_aeon_types types;
     const char *source;      /* the file text (owned) */
     size_t source_len;
-    ae_def *defs;
+    tl_aeon_def *defs;
     int n_defs;
-    /* The hole, filled by ae_program_load. */
+    /* The hole, filled by tl_aeon_program_load. */
     int hole_def;            /* index into defs */
-    ae_expr *hole;           /* the AE_E_HOLE node */
-    ae_type goal;            /* erased goal type */
-    ae_binding *context;     /* hole's typing context, innermost first, shadowed names removed */
+    tl_aeon_expr *hole;           /* the TL_AEON_E_HOLE node */
+    tl_aeon_type goal;            /* erased goal type */
+    tl_aeon_binding *context;     /* hole's typing context, innermost first, shadowed names removed */
     int n_context;
     int n_filtered;          /* components left out as unsupported */
-} ae_program;
+} tl_aeon_program;
 
 /* Reads and checks an .ae file: parse (errors give line:column), collect the
  * hole's context and goal, type-check every def (defs that fail or use
@@ -138,64 +127,64 @@ typedef struct ae_program {
  * problem in the hole's own def is an error). Constructs outside the fragment
  * (ADTs, polymorphism, match, several holes, ...) are TL_ERR_UNSUPPORTED
  * naming the construct and its line:column. */
-TL_API tl_status ae_program_load_file(const char *path, ae_program **out, tl_error *err);
-TL_API tl_status ae_program_load(const char *source, size_t len, ae_program **out, tl_error *err);
-TL_API void ae_program_free(ae_program *p);
+TL_API tl_status tl_aeon_program_load_file(const char *path, tl_aeon_program **out, tl_error *err);
+TL_API tl_status tl_aeon_program_load(const char *source, size_t len, tl_aeon_program **out, tl_error *err);
+TL_API void tl_aeon_program_free(tl_aeon_program *p);
 
 /* Parses one expression (a candidate for the hole) into the program's arena;
  * the whole text must be consumed. */
-TL_API tl_status ae_parse_expr(ae_program *p, const char *text, size_t len, ae_expr **out, tl_error *err);
+TL_API tl_status tl_aeon_parse_expr(tl_aeon_program *p, const char *text, size_t len, tl_aeon_expr **out, tl_error *err);
 
 /* Type-checks e against `goal` in the hole's context (refinements erased):
  * the independent check of oracle witnesses and final candidates. */
-TL_API tl_status ae_check_candidate(ae_program *p, const ae_expr *e, tl_error *err);
+TL_API tl_status tl_aeon_check_candidate(tl_aeon_program *p, const tl_aeon_expr *e, tl_error *err);
 
 /* ---- evaluation ----------------------------------------------------------- */
 
-typedef enum ae_value_kind { AE_V_INT, AE_V_BOOL, AE_V_FLOAT, AE_V_STRING, AE_V_UNIT, AE_V_CLOSURE, AE_V_BUILTIN } ae_value_kind;
-typedef struct ae_value ae_value;
+typedef enum tl_aeon_value_kind { TL_AEON_V_INT, TL_AEON_V_BOOL, TL_AEON_V_FLOAT, TL_AEON_V_STRING, TL_AEON_V_UNIT, TL_AEON_V_CLOSURE, TL_AEON_V_BUILTIN } tl_aeon_value_kind;
+typedef struct tl_aeon_value tl_aeon_value;
 
 /* Evaluates a closed expression (may call the program's defs) with the hole
  * filled by `candidate`; fuel bounds evaluation steps (a runaway recursion is
  * an error, not a hang). A runtime error (division by zero, overflow, fuel)
  * is TL_ERR_INVALID / TL_ERR_LIMIT with line:column. */
-typedef struct ae_scalar {
-    ae_value_kind kind;
+typedef struct tl_aeon_scalar {
+    tl_aeon_value_kind kind;
     int64_t i;        /* Int, Bool */
     double f;         /* Float */
     const char *s;    /* String (inputs only: results do not outlive the evaluation) */
     size_t s_len;
-} ae_scalar;
-TL_API tl_status ae_eval_closed(ae_program *p, const ae_expr *e, const ae_expr *candidate, int64_t fuel,
-                         ae_scalar *out, tl_error *err);
+} tl_aeon_scalar;
+TL_API tl_status tl_aeon_eval_closed(tl_aeon_program *p, const tl_aeon_expr *e, const tl_aeon_expr *candidate, int64_t fuel,
+                         tl_aeon_scalar *out, tl_error *err);
 /* Calls the hole's def on arguments and returns its result (for refinement
  * checks on sample inputs); args are scalars of the param types. */
-TL_API tl_status ae_eval_call_hole_def(ae_program *p, const ae_scalar *args, const ae_expr *candidate, int64_t fuel,
-                                ae_scalar *out, tl_error *err);
+TL_API tl_status tl_aeon_eval_call_hole_def(tl_aeon_program *p, const tl_aeon_scalar *args, const tl_aeon_expr *candidate, int64_t fuel,
+                                tl_aeon_scalar *out, tl_error *err);
 /* Evaluates a refinement predicate with `binder` bound to v (and the def's
  * params bound to args when non-NULL). */
-TL_API tl_status ae_eval_pred(ae_program *p, const ae_rtype *rt, const ae_scalar *v, const ae_scalar *args,
-                       const ae_expr *candidate, int64_t fuel, bool *holds, tl_error *err);
+TL_API tl_status tl_aeon_eval_pred(tl_aeon_program *p, const tl_aeon_rtype *rt, const tl_aeon_scalar *v, const tl_aeon_scalar *args,
+                       const tl_aeon_expr *candidate, int64_t fuel, bool *holds, tl_error *err);
 
 /* ---- validation (validate.c) ---------------------------------------------- */
 
-#define AE_MAX_OBJECTIVES 8
-typedef struct ae_validation {
+#define TL_AEON_MAX_OBJECTIVES 8
+typedef struct tl_aeon_validation {
     bool parsed, typed, refinements_ok;
     int examples_total, examples_failed;
     int refinement_checks, refinement_failures;
     int n_objectives;
-    double objectives[AE_MAX_OBJECTIVES]; /* all "lower is better" (maximize negated) */
+    double objectives[TL_AEON_MAX_OBJECTIVES]; /* all "lower is better" (maximize negated) */
     char message[512];                    /* first failure */
-} ae_validation;
+} tl_aeon_validation;
 
 /* Parses, types (independently of the oracle), checks refinements and
  * @examples by evaluation and scores objectives. Returns TL_OK when it could
  * run; v->typed etc. say the verdicts. */
-TL_API tl_status ae_validate(ae_program *p, const char *candidate, size_t len, ae_validation *v, tl_error *err);
+TL_API tl_status tl_aeon_validate(tl_aeon_program *p, const char *candidate, size_t len, tl_aeon_validation *v, tl_error *err);
 /* Index of the chosen candidate among n valid ones: the Pareto front over
  * (examples_failed, objectives...), ties broken by seed. */
-TL_API int ae_pareto_pick(const ae_validation *vs, int n, uint64_t seed);
+TL_API int tl_aeon_pareto_pick(const tl_aeon_validation *vs, int n, uint64_t seed);
 
 
 #ifdef __cplusplus

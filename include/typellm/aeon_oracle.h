@@ -26,57 +26,57 @@
 extern "C" {
 #endif
 
-#define AE_MAX_UNIVERSE 64     /* distinct types the oracle reasons about */
-#define AE_MAX_FRAMES 128      /* continuation frames (nesting) per query */
-#define AE_MAX_TEXT 2048       /* characters of candidate text */
-#define AE_CACHE_ENTRIES 512   /* cached answers per engine */
-#define AE_DEFAULT_MAX_STATES 20000
+#define TL_AEON_MAX_UNIVERSE 64     /* distinct types the oracle reasons about */
+#define TL_AEON_MAX_FRAMES 128      /* continuation frames (nesting) per query */
+#define TL_AEON_MAX_TEXT 2048       /* characters of candidate text */
+#define TL_AEON_CACHE_ENTRIES 512   /* cached answers per engine */
+#define TL_AEON_DEFAULT_MAX_STATES 20000
 
-typedef enum ae_verdict { AE_LIVE = 0, AE_DEAD = 1, AE_UNKNOWN = 2 } ae_verdict;
-TL_API const char *ae_verdict_name(ae_verdict v);
+typedef enum tl_aeon_verdict { TL_AEON_LIVE = 0, TL_AEON_DEAD = 1, TL_AEON_UNKNOWN = 2 } tl_aeon_verdict;
+TL_API const char *tl_aeon_verdict_name(tl_aeon_verdict v);
 
-typedef struct ae_scope ae_scope;
-typedef struct ae_engine ae_engine;
+typedef struct tl_aeon_scope tl_aeon_scope;
+typedef struct tl_aeon_engine tl_aeon_engine;
 
 /* The hole of a loaded program: its context (innermost first) and goal. The
  * finite type universe is the base types plus every arrow type occurring in
  * the goal and the components; components whose types do not fit are left out. */
-TL_API tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err);
-TL_API void ae_scope_free(ae_scope *s);
+TL_API tl_status tl_aeon_scope_new(const tl_aeon_program *p, tl_aeon_scope **out, tl_error *err);
+TL_API void tl_aeon_scope_free(tl_aeon_scope *s);
 /* A readable description of the context ("x : Int\nf : (x0:Int) -> Int\n") for prompts. */
-TL_API void ae_scope_describe(const ae_scope *s, tl_strbuf *out);
-TL_API const char *ae_scope_goal_text(const ae_scope *s);
+TL_API void tl_aeon_scope_describe(const tl_aeon_scope *s, tl_strbuf *out);
+TL_API const char *tl_aeon_scope_goal_text(const tl_aeon_scope *s);
 
-typedef struct ae_oracle_limits {
-    int64_t max_states;  /* grammar/inhabitation work per query; <= 0: AE_DEFAULT_MAX_STATES */
+typedef struct tl_aeon_oracle_limits {
+    int64_t max_states;  /* grammar/inhabitation work per query; <= 0: TL_AEON_DEFAULT_MAX_STATES */
     double deadline;     /* tl_now_s() value after which queries answer UNKNOWN; 0: none */
-} ae_oracle_limits;
+} tl_aeon_oracle_limits;
 
-TL_API tl_status ae_engine_new(const ae_scope *s, const ae_oracle_limits *limits, ae_engine **out, tl_error *err);
-TL_API void ae_engine_free(ae_engine *e);
-TL_API void ae_engine_set_deadline(ae_engine *e, double deadline);
+TL_API tl_status tl_aeon_engine_new(const tl_aeon_scope *s, const tl_aeon_oracle_limits *limits, tl_aeon_engine **out, tl_error *err);
+TL_API void tl_aeon_engine_free(tl_aeon_engine *e);
+TL_API void tl_aeon_engine_set_deadline(tl_aeon_engine *e, double deadline);
 
 /* An immutable text snapshot. */
-typedef struct ae_state {
+typedef struct tl_aeon_state {
     size_t len;
     char text[];
-} ae_state;
+} tl_aeon_state;
 
-TL_API ae_state *ae_state_initial(void);
+TL_API tl_aeon_state *tl_aeon_state_initial(void);
 /* A new state with chars appended (the old one is untouched); NULL on OOM. */
-TL_API ae_state *ae_state_advance(const ae_state *st, const char *chars, size_t n);
-TL_API void ae_state_free(ae_state *st);
+TL_API tl_aeon_state *tl_aeon_state_advance(const tl_aeon_state *st, const char *chars, size_t n);
+TL_API void tl_aeon_state_free(tl_aeon_state *st);
 
-typedef struct ae_query_stats {
+typedef struct tl_aeon_query_stats {
     int64_t work;       /* states explored */
     bool cached;        /* answered from the cache */
-} ae_query_stats;
+} tl_aeon_query_stats;
 
 /* witness (optional) receives the full candidate text for LIVE, or the reason
  * for UNKNOWN. stats optional. */
-TL_API ae_verdict ae_completion_status(ae_engine *e, const ae_state *st, tl_strbuf *witness, ae_query_stats *stats);
+TL_API tl_aeon_verdict tl_aeon_completion_status(tl_aeon_engine *e, const tl_aeon_state *st, tl_strbuf *witness, tl_aeon_query_stats *stats);
 /* True when the text itself is a complete expression of the goal type. */
-TL_API bool ae_is_accepting(ae_engine *e, const ae_state *st);
+TL_API bool tl_aeon_is_accepting(tl_aeon_engine *e, const tl_aeon_state *st);
 
 
 #ifdef __cplusplus

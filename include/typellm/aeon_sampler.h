@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-typedef struct ae_sampler_config {
+typedef struct tl_aeon_sampler_config {
     double temperature;   /* 0: best certified token */
     uint64_t seed;
     int max_tokens;       /* per attempt, including EOS */
@@ -40,60 +40,62 @@ typedef struct ae_sampler_config {
     double deadline;      /* tl_now_s() value; 0: none */
     bool (*cancelled)(void *arg); /* checked between probe batches; may be NULL */
     void *cancel_arg;
-} ae_sampler_config;
+} tl_aeon_sampler_config;
 
 /* How an attempt ended. */
-typedef enum ae_attempt_end {
-    AE_END_COMPLETE,      /* EOS after an accepting text */
-    AE_END_TOKEN_LIMIT,   /* max_tokens reached without EOS: no program */
-    AE_END_PROBE_LIMIT,   /* a step used max_probes without a certified token */
-    AE_END_EXHAUSTED,     /* every token of a step was rejected, excluded or unknown */
-    AE_END_DEADLINE,
-    AE_END_CANCELLED
-} ae_attempt_end;
-TL_API const char *ae_attempt_end_name(ae_attempt_end e);
+typedef enum tl_aeon_attempt_end {
+    TL_AEON_END_COMPLETE,      /* EOS after an accepting text */
+    TL_AEON_END_TOKEN_LIMIT,   /* max_tokens reached without EOS: no program */
+    TL_AEON_END_PROBE_LIMIT,   /* a step used max_probes without a certified token */
+    TL_AEON_END_EXHAUSTED,     /* every token of a step was rejected, excluded or unknown */
+    TL_AEON_END_DEADLINE,
+    TL_AEON_END_CANCELLED
+} tl_aeon_attempt_end;
+TL_API const char *tl_aeon_attempt_end_name(tl_aeon_attempt_end e);
 
 /* Counters of one step or one attempt. */
-typedef struct ae_probe_counts {
+typedef struct tl_aeon_probe_counts {
     int64_t probes;        /* candidates looked at */
     int64_t rejected;      /* DEAD */
     int64_t unknown;       /* UNKNOWN (not committed, not DEAD) */
     int64_t excluded;      /* special, boundary rewrite, unfinished UTF-8, zero progress, EOS too early */
     double oracle_s;       /* time in completion_status */
-} ae_probe_counts;
+} tl_aeon_probe_counts;
 
-typedef struct ae_step_result {
+typedef struct tl_aeon_step_result {
     int32_t token;          /* chosen token, or -1 */
     bool is_eos;
     char *delta;            /* text the token adds (malloc'd; NULL for EOS / none) */
     size_t delta_len;
-    ae_attempt_end end;     /* meaningful when token < 0 */
+    tl_aeon_attempt_end end;     /* meaningful when token < 0 */
     int32_t first_ranked;   /* the highest-ranked token of the step (for reports) */
-} ae_step_result;
+} tl_aeon_step_result;
 
 /* One decision: ids[0..n) is the whole committed sequence (prompt + tokens so
  * far), committed_text the generated text so far (whose oracle state is st),
  * logits the backend's next-token scores (n_vocab). counts is accumulated into. */
-TL_API tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size_t n, const ae_state *st,
-                         const float *logits, const ae_sampler_config *cfg, uint64_t step_seed,
-                         ae_step_result *out, ae_probe_counts *counts, tl_error *err);
+TL_API tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t *ids, size_t n, const tl_aeon_state *st,
+                         const float *logits, const tl_aeon_sampler_config *cfg, uint64_t step_seed,
+                         tl_aeon_step_result *out, tl_aeon_probe_counts *counts, tl_error *err);
 
-typedef struct ae_attempt {
-    ae_attempt_end end;
-    char *text;             /* generated text (malloc'd), complete only for AE_END_COMPLETE */
+typedef struct tl_aeon_attempt {
+    tl_aeon_attempt_end end;
+    char *text;             /* generated text (malloc'd), complete only for TL_AEON_END_COMPLETE */
     size_t text_len;
     int32_t *tokens;        /* committed tokens including EOS (malloc'd) */
     int n_tokens;
-    ae_probe_counts counts;
+    tl_aeon_probe_counts counts;
     double model_s;         /* time in next_logits */
     tl_usage usage;         /* the backend's token accounting over the attempt */
     int32_t *first_ranked;  /* per step, the top-ranked token (malloc'd, n_tokens entries) */
-} ae_attempt;
+    double logprob;         /* the model's log-probability of the committed tokens (EOS included):
+                               full-vocabulary log-softmax at temperature 1, summed */
+} tl_aeon_attempt;
 
 /* Runs one attempt from the prompt ids. */
-TL_API tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt, size_t n_prompt,
-                            const ae_sampler_config *cfg, ae_attempt *out, tl_error *err);
-TL_API void ae_attempt_free(ae_attempt *a);
+TL_API tl_status tl_aeon_sample_attempt(tl_backend *b, tl_aeon_engine *eng, const int32_t *prompt, size_t n_prompt,
+                            const tl_aeon_sampler_config *cfg, tl_aeon_attempt *out, tl_error *err);
+TL_API void tl_aeon_attempt_free(tl_aeon_attempt *a);
 
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* typellm/typellm.h: the public C API of libtypellm (prefix tl_; the Aeon
- * synthesis layer keeps its ae_ prefix). Include this one header, link with
+ * synthesis layer's calls are tl_aeon_*). Include this one header, link with
  * `pkg-config --cflags --libs typellm`; docs/api.md is the guide.
  *
  * typellm turns an open autoregressive language model (llama / qwen2 / qwen3
@@ -15,7 +15,7 @@
  *   backend.h       local / SGLang / shared (thread-safe, batching) backends
  *   decide.h        schemas, tl_decide, tl_decision and its typed accessors
  *   template.h      chat templates: a Jinja2 renderer (tl_template_render_chat)
- *   aeon.h, aeon_oracle.h, aeon_sampler.h   Aeon type-constrained synthesis
+ *   aeon.h, aeon_oracle.h, aeon_sampler.h, aeon_synth.h   Aeon type-constrained synthesis
  *   server.h        the HTTP server (SGLang API, /v1/systemone, /v1/decide) */
 #ifndef TYPELLM_TYPELLM_H
 #define TYPELLM_TYPELLM_H
@@ -32,6 +32,7 @@
 #include "aeon.h"
 #include "aeon_oracle.h"
 #include "aeon_sampler.h"
+#include "aeon_synth.h"
 #include "server.h"
 
 #endif

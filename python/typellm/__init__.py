@@ -12,11 +12,12 @@
 
 See python/README.md."""
 from ._native import version as _version
-from .client import (Client, InvalidArgument, LimitError, ModelError, RemoteError, Result, SchemaError, Server,
-                     TypellmError, serve)
+from .client import (Candidate, Client, InvalidArgument, LimitError, ModelError, ProgramError, RemoteError, Result,
+                     SchemaError, Server, Synthesis, TypellmError, Validation, serve, validate)
 
 __version__ = "0.1.0"
 library_version = _version().decode()
 
 __all__ = ["Client", "Result", "Server", "serve", "TypellmError", "SchemaError", "ModelError", "RemoteError",
-           "LimitError", "InvalidArgument", "library_version"]
+           "LimitError", "InvalidArgument", "ProgramError", "Synthesis", "Candidate", "Validation", "validate",
+           "library_version"]

@@ -104,6 +104,28 @@ class ServerParams(ctypes.Structure):
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p)]
 
 
+class AeonSynthParams(ctypes.Structure):
+    _fields_ = [("temperature", c_double), ("seed", c_uint64), ("max_tokens", c_int), ("max_probes", c_int),
+                ("top_k", c_int), ("attempts", c_int), ("max_states", c_int64), ("deadline", c_double),
+                ("n_ctx", c_int32)]
+
+
+AEON_MAX_OBJECTIVES = 8
+
+
+class AeonValidation(ctypes.Structure):
+    _fields_ = [("parsed", c_bool), ("typed", c_bool), ("refinements_ok", c_bool), ("examples_total", c_int),
+                ("examples_failed", c_int), ("refinement_checks", c_int), ("refinement_failures", c_int),
+                ("n_objectives", c_int), ("objectives", c_double * AEON_MAX_OBJECTIVES),
+                ("message", ctypes.c_char * 512)]
+
+
+class AeonSynthResult(ctypes.Structure):
+    # read only through tl_aeon_synth_result_to_json; mirrored so ctypes allocates its size
+    _fields_ = [("status", c_char_p), ("chosen", c_int), ("program", c_void_p), ("attempts", c_void_p),
+                ("n_attempts", c_int), ("prompt_tokens", c_size_t), ("elapsed_s", c_double)]
+
+
 def _fn(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
@@ -143,6 +165,15 @@ decide_given = _fn("tl_decide_given", c_int, P, c_char_p, c_size_t, P, c_char_p,
                    POINTER(P), PErr)
 decision_free = _fn("tl_decision_free", None, P)
 decision_to_json = _fn("tl_decision_to_json", c_void_p, P, ctypes.c_uint)
+
+now_s = _fn("tl_now_s", c_double)
+aeon_program_load = _fn("tl_aeon_program_load", c_int, c_char_p, c_size_t, POINTER(P), PErr)
+aeon_program_load_file = _fn("tl_aeon_program_load_file", c_int, c_char_p, POINTER(P), PErr)
+aeon_program_free = _fn("tl_aeon_program_free", None, P)
+aeon_validate = _fn("tl_aeon_validate", c_int, P, c_char_p, c_size_t, POINTER(AeonValidation), PErr)
+aeon_synth = _fn("tl_aeon_synth", c_int, P, P, POINTER(AeonSynthParams), POINTER(AeonSynthResult), PErr)
+aeon_synth_result_free = _fn("tl_aeon_synth_result_free", None, POINTER(AeonSynthResult))
+aeon_synth_result_to_json = _fn("tl_aeon_synth_result_to_json", c_void_p, P, POINTER(AeonSynthResult))
 
 server_new = _fn("tl_server_new", c_int, P, POINTER(ServerParams), POINTER(P), PErr)
 server_start = _fn("tl_server_start", c_int, P, PErr)

@@ -3,6 +3,7 @@ engine, one shared batching backend for every thread of the process) or an
 SGLang server, over libtypellm's C API."""
 import ctypes
 import json
+import math
 import os
 import re
 import threading
@@ -10,7 +11,7 @@ import threading
 from . import _native as N
 
 __all__ = ["Client", "Result", "TypellmError", "SchemaError", "ModelError", "RemoteError", "LimitError",
-           "InvalidArgument", "serve", "Server"]
+           "InvalidArgument", "ProgramError", "serve", "Server", "Synthesis", "Candidate", "Validation", "validate"]
 
 
 # ---- errors -----------------------------------------------------------------
@@ -50,6 +51,12 @@ class LimitError(TypellmError):
 
 class InvalidArgument(TypellmError, ValueError):
     """A bad argument (unknown mode, style, template, a value out of range)."""
+
+
+class ProgramError(TypellmError, ValueError):
+    """An Aeon program that cannot be synthesized for: a syntax or type error
+    (the message gives line:column), no hole, or a construct outside the
+    fragment (ADTs, polymorphism, match, several holes)."""
 
 
 _BY_STATUS = {"schema": SchemaError, "io": ModelError, "format": ModelError, "unsupported": ModelError,
@@ -154,6 +161,127 @@ def _template_of(t):
     return t, None
 
 
+# ---- Aeon synthesis ----------------------------------------------------------
+
+class Validation:
+    """The independent verdicts on one term for a program's hole
+    (tl_aeon_validate): parsed, typed (against the hole's goal, without the
+    oracle), refinements_ok (each refinement checked by evaluation),
+    examples_total / examples_failed (@example), refinement_checks /
+    refinement_failures, objectives (lower is better; @minimize/@maximize),
+    message (the first failure, or ""). .ok: typed, refinements hold and
+    every example passes."""
+
+    _KEYS = ("parsed", "typed", "refinements_ok", "examples_total", "examples_failed", "refinement_checks",
+             "refinement_failures", "objectives", "message")
+
+    def __init__(self, d):
+        for k in self._KEYS:
+            setattr(self, k, d[k])
+
+    @property
+    def ok(self):
+        return bool(self.typed and self.refinements_ok and self.examples_failed == 0)
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self._KEYS}
+
+    def __repr__(self):
+        return f"Validation({self.as_dict()!r})"
+
+
+class Candidate:
+    """One attempt of a synthesis: .text (the term written so far; a whole
+    term when .end == "complete"), .tokens, .end ("complete", "token_limit",
+    "probe_limit", "exhausted", "deadline"), .logprob (the model's
+    log-probability of the tokens, EOS included: full-vocabulary softmax at
+    temperature 1) and .probability (its exp), .validation (a Validation for
+    a complete term, else None), .seed, .temperature, .probes (counts of
+    the oracle's work: probes, rejected, unknown, excluded) and .record (the
+    report's entry)."""
+
+    def __init__(self, a):
+        self.record = a
+        self.text = a["text"]
+        self.tokens = list(a["tokens"])
+        self.end = a["end"]
+        self.logprob = a["logprob"]
+        self.probability = math.exp(a["logprob"])
+        self.seed = a["seed"]
+        self.temperature = a["temperature"]
+        self.probes = {"probes": a["probes"], "rejected": a["rejected_probes"], "unknown": a["unknown_probes"],
+                       "excluded": a["excluded_probes"]}
+        self.validation = Validation(a["validation"]) if "validation" in a else None
+
+    def __repr__(self):
+        return f"Candidate(text={self.text!r}, end={self.end!r}, probability={self.probability!r})"
+
+
+class Synthesis:
+    """What Client.synth returns. .status: "ok" (a validated term was chosen),
+    "exhausted" or "deadline"; .term: the chosen term or None; .program: the
+    program with its hole filled by "(term)", or None; .chosen: the chosen
+    Candidate or None; .candidates: every attempt in the order run; .goal:
+    the hole's type; .report: the whole report (what `typellm synth
+    --report` writes, less the CLI's file/model/budget keys). True when a
+    term was chosen."""
+
+    def __init__(self, report):
+        self.report = report
+        self.status = report["status"]
+        self.goal = report["goal"]
+        self.candidates = [Candidate(a) for a in report["attempts"]]
+        i = report["chosen_attempt"]
+        self.chosen = self.candidates[i] if i >= 0 else None
+        self.term = self.chosen.text if self.chosen else None
+        self.program = report.get("program")
+
+    def __bool__(self):
+        return self.chosen is not None
+
+    def __repr__(self):
+        return f"Synthesis(status={self.status!r}, term={self.term!r}, candidates={len(self.candidates)})"
+
+
+def _program_load(program):
+    """A loaded tl_aeon_program from Aeon source text, a path to an .ae file,
+    or an os.PathLike; the caller frees it."""
+    err = N.Error()
+    p = N.P()
+    if isinstance(program, os.PathLike) or (isinstance(program, str) and "\n" not in program
+                                            and (program.endswith(".ae") or os.path.isfile(program))):
+        rc = N.aeon_program_load_file(_b(os.fspath(program)), ctypes.byref(p), ctypes.byref(err))
+    elif isinstance(program, (str, bytes)):
+        src = _b(program)
+        rc = N.aeon_program_load(src, len(src), ctypes.byref(p), ctypes.byref(err))
+    else:
+        raise TypeError("program must be Aeon source text, a path to an .ae file or an os.PathLike")
+    if rc:
+        name = N.status_name(rc).decode()
+        if name in ("io", "nomem"):
+            _raise(rc, err, InvalidArgument)
+        raise ProgramError(name, err.msg.decode("utf-8", "replace"))
+    return p
+
+
+def validate(program, term):
+    """The independent verdicts on term (an expression, text) for the hole
+    of program (source text or an .ae path): a Validation. Needs no model."""
+    p = _program_load(program)
+    try:
+        t = _b(term)
+        v = N.AeonValidation()
+        err = N.Error()
+        _check(N.aeon_validate(p, t, len(t), ctypes.byref(v), ctypes.byref(err)), err)
+        return Validation({"parsed": v.parsed, "typed": v.typed, "refinements_ok": v.refinements_ok,
+                           "examples_total": v.examples_total, "examples_failed": v.examples_failed,
+                           "refinement_checks": v.refinement_checks, "refinement_failures": v.refinement_failures,
+                           "objectives": [v.objectives[i] for i in range(v.n_objectives)],
+                           "message": v.message.decode("utf-8", "replace")})
+    finally:
+        N.aeon_program_free(p)
+
+
 def _to_model(model_cls, values):
     if hasattr(model_cls, "model_validate"):
         return model_cls.model_validate(values)
@@ -183,6 +311,7 @@ class Client:
         self._shared = False
         self.chat_template = chat_template
         self.style = style
+        self._ctx_size = ctx_size
         err = N.Error()
         if server is not None:
             if model is not None or hf is not None:
@@ -313,6 +442,43 @@ class Client:
                 N.backend_free(release)
             N.schema_free(sch)
         return json.loads(text), sdict, model_cls
+
+    # -- Aeon synthesis
+    def synth(self, program, *, temperature=0.0, seed=0, max_tokens=128, max_probes=4096, top_k=32, attempts=8,
+              max_states=20000, budget=120.0):
+        """Fills the typed hole of an Aeon program (source text, or a path to
+        an .ae file) with a well-typed term, as `typellm synth` does (the same
+        loop in the library, so the same term for the same seed):
+        type-constrained attempts, each complete one validated independently
+        (types, refinements, @example), the term chosen from the Pareto front.
+        Returns a Synthesis (.term, .program, .candidates with their
+        probabilities and validations). budget: seconds over everything.
+        Raises ProgramError for a program outside the fragment."""
+        for name, v, lo in (("max_tokens", max_tokens, 1), ("max_probes", max_probes, 1), ("top_k", top_k, 1),
+                            ("attempts", attempts, 1), ("max_states", max_states, 0)):
+            if not isinstance(v, int) or v < lo or v > 2**31 - 1:
+                raise InvalidArgument("invalid", f"synth: {name} must be an integer >= {lo}")
+        if not (temperature >= 0 and math.isfinite(temperature)) or not (budget > 0 and math.isfinite(budget)):
+            raise InvalidArgument("invalid", "synth: temperature must be >= 0 and budget > 0 (seconds)")
+        if self._backend and not self._shared:
+            raise InvalidArgument("invalid", "synth: needs the model's logits at every step: a local model "
+                                  "(Client(model=...)), not a server")
+        p = _program_load(program)
+        res = N.AeonSynthResult()
+        backend, release = None, None
+        try:
+            backend, release = self._call_backend()
+            n_ctx = self._ctx_size or (N.model_n_ctx_train(self._model) if self._model else 0)
+            params = N.AeonSynthParams(float(temperature), int(seed) & (2**64 - 1), max_tokens, max_probes, top_k,
+                                       attempts, max_states, N.now_s() + float(budget), int(n_ctx))
+            err = N.Error()
+            _check(N.aeon_synth(backend, p, ctypes.byref(params), ctypes.byref(res), ctypes.byref(err)), err)
+            return Synthesis(json.loads(N.take_string(N.aeon_synth_result_to_json(p, ctypes.byref(res)))))
+        finally:
+            N.aeon_synth_result_free(ctypes.byref(res))
+            if release:
+                N.backend_free(release)
+            N.aeon_program_free(p)
 
     # -- tokens
     def tokenize(self, text, *, add_special=True, parse_special=False):

@@ -14,27 +14,28 @@
 #include "aeon/aeon.h"
 #include "aeon/internal.h"
 #include "aeon/lexicon.h"
+#include "util/arena.h"
 #include "util/error.h"
 #include "util/fileio.h"
 
 /* ---- types ---------------------------------------------------------------- */
 
-void ae_types_init(ae_types *tt) {
+void tl_aeon_types_init(tl_aeon_types *tt) {
     memset(tt, 0, sizeof *tt);
-    tt->n = AE_N_BASE;
-    for (int i = 0; i < AE_N_BASE; i++) {
+    tt->n = TL_AEON_N_BASE;
+    for (int i = 0; i < TL_AEON_N_BASE; i++) {
         tt->t[i].arg = -1;
         tt->t[i].res = -1;
     }
 }
 
-ae_type ae_type_arrow(ae_types *tt, ae_type arg, ae_type res) {
+tl_aeon_type tl_aeon_type_arrow(tl_aeon_types *tt, tl_aeon_type arg, tl_aeon_type res) {
     if (arg < 0 || res < 0)
         return -1;
-    for (int i = AE_N_BASE; i < tt->n; i++)
+    for (int i = TL_AEON_N_BASE; i < tt->n; i++)
         if (tt->t[i].arg == arg && tt->t[i].res == res)
             return i;
-    if (tt->n == AE_MAX_TYPES)
+    if (tt->n == TL_AEON_MAX_TYPES)
         return -1;
     tt->t[tt->n].arrow = true;
     tt->t[tt->n].arg = arg;
@@ -42,13 +43,13 @@ ae_type ae_type_arrow(ae_types *tt, ae_type arg, ae_type res) {
     return tt->n++;
 }
 
-bool ae_type_is_arrow(const ae_types *tt, ae_type t) { return t >= 0 && t < tt->n && tt->t[t].arrow; }
+bool tl_aeon_type_is_arrow(const tl_aeon_types *tt, tl_aeon_type t) { return t >= 0 && t < tt->n && tt->t[t].arrow; }
 
-static void type_print_depth(const ae_types *tt, ae_type t, tl_strbuf *out, int depth) {
+static void type_print_depth(const tl_aeon_types *tt, tl_aeon_type t, tl_strbuf *out, int depth) {
     static const char *base[] = {"Int", "Bool", "Float", "String", "Unit"};
-    if (t >= 0 && t < AE_N_BASE) {
+    if (t >= 0 && t < TL_AEON_N_BASE) {
         tl_strbuf_puts(out, base[t]);
-    } else if (ae_type_is_arrow(tt, t)) {
+    } else if (tl_aeon_type_is_arrow(tt, t)) {
         tl_strbuf_printf(out, "(x%d:", depth);
         type_print_depth(tt, tt->t[t].arg, out, depth + 1);
         tl_strbuf_puts(out, ") -> ");
@@ -58,34 +59,34 @@ static void type_print_depth(const ae_types *tt, ae_type t, tl_strbuf *out, int 
     }
 }
 
-void ae_type_print(const ae_types *tt, ae_type t, tl_strbuf *out) { type_print_depth(tt, t, out, 0); }
+void tl_aeon_type_print(const tl_aeon_types *tt, tl_aeon_type t, tl_strbuf *out) { type_print_depth(tt, t, out, 0); }
 
 /* ---- checker -------------------------------------------------------------- */
 
 typedef struct env {
     const char *name;
-    ae_type ty;
+    tl_aeon_type ty;
     const struct env *next;
     bool global; /* a top-level def (or the prelude), not a parameter or let */
 } env;
 
 typedef struct checker {
-    ae_program *prog;
+    tl_aeon_program *prog;
     tl_error *err;
     bool in_hole_def;
     bool found_hole;
     int depth;
 } checker;
 
-static ae_type lookup(const env *e, const char *name) {
+static tl_aeon_type lookup(const env *e, const char *name) {
     for (; e; e = e->next)
         if (!strcmp(e->name, name))
             return e->ty;
     return -1;
 }
 
-static tl_status type_err(checker *c, const ae_expr *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static tl_status type_err(checker *c, const ae_expr *e, const char *fmt, ...) {
+static tl_status type_err(checker *c, const tl_aeon_expr *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static tl_status type_err(checker *c, const tl_aeon_expr *e, const char *fmt, ...) {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
@@ -94,18 +95,18 @@ static tl_status type_err(checker *c, const ae_expr *e, const char *fmt, ...) {
     return tl_error_set(c->err, TL_ERR_INVALID, "aeon: %d:%d: type error: %s", e->line, e->col, msg);
 }
 
-static bool mentions(const ae_expr *e, const char *name, int depth) {
+static bool mentions(const tl_aeon_expr *e, const char *name, int depth) {
     if (!e || depth > 400) /* deeper goals cannot be evaluated anyway (eval.c's depth limit) */
         return false;
-    if (e->kind == AE_E_VAR && !strcmp(e->str, name))
+    if (e->kind == TL_AEON_E_VAR && !strcmp(e->str, name))
         return true;
     return mentions(e->a, name, depth + 1) || mentions(e->b, name, depth + 1) || mentions(e->c, name, depth + 1);
 }
 
 /* Fitness helpers: top-level defs named by the hole def's @minimize_* /
  * @maximize_* goals are hidden from the hole (they score candidates). */
-static bool is_fitness_helper(const ae_program *p, const char *name) {
-    const ae_def *d = &p->defs[p->hole_def];
+static bool is_fitness_helper(const tl_aeon_program *p, const char *name) {
+    const tl_aeon_def *d = &p->defs[p->hole_def];
     for (int i = 0; i < d->n_decos; i++)
         if ((!strncmp(d->decos[i].name, "minimize", 8) || !strncmp(d->decos[i].name, "maximize", 8)) &&
             mentions(d->decos[i].arg, name, 0))
@@ -113,12 +114,12 @@ static bool is_fitness_helper(const ae_program *p, const char *name) {
     return false;
 }
 
-static tl_status capture_context(checker *c, const env *scope, ae_type goal) {
-    ae_program *p = c->prog;
+static tl_status capture_context(checker *c, const env *scope, tl_aeon_type goal) {
+    tl_aeon_program *p = c->prog;
     int n = 0;
     for (const env *e = scope; e; e = e->next)
         n++;
-    p->context = ae_alloc(&p->arena, sizeof *p->context * (size_t)(n ? n : 1));
+    p->context = tl_arena_alloc(p->arena, sizeof *p->context * (size_t)(n ? n : 1));
     if (!p->context)
         return tl_error_set(c->err, TL_ERR_NOMEM, "aeon: out of memory");
     p->n_context = 0;
@@ -142,24 +143,24 @@ static tl_status capture_context(checker *c, const env *scope, ae_type goal) {
 }
 
 /* Infers (expected < 0) or checks (expected >= 0) e; *out is its type. */
-static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_type expected, ae_type *out) {
-    ae_types *tt = &c->prog->types;
+static tl_status check_expr(checker *c, const tl_aeon_expr *e, const env *scope, tl_aeon_type expected, tl_aeon_type *out) {
+    tl_aeon_types *tt = &c->prog->types;
     tl_status st;
-    ae_type t = -1, ta, tb;
+    tl_aeon_type t = -1, ta, tb;
     if (++c->depth > 400)
         return type_err(c, e, "expression nested too deeply");
     switch (e->kind) {
-    case AE_E_INT: t = AE_T_INT; break;
-    case AE_E_FLOAT: t = AE_T_FLOAT; break;
-    case AE_E_BOOL: t = AE_T_BOOL; break;
-    case AE_E_STRING: t = AE_T_STRING; break;
-    case AE_E_UNIT: t = AE_T_UNIT; break;
-    case AE_E_VAR:
+    case TL_AEON_E_INT: t = TL_AEON_T_INT; break;
+    case TL_AEON_E_FLOAT: t = TL_AEON_T_FLOAT; break;
+    case TL_AEON_E_BOOL: t = TL_AEON_T_BOOL; break;
+    case TL_AEON_E_STRING: t = TL_AEON_T_STRING; break;
+    case TL_AEON_E_UNIT: t = TL_AEON_T_UNIT; break;
+    case TL_AEON_E_VAR:
         t = lookup(scope, e->str);
         if (t < 0)
             return type_err(c, e, "unknown name '%s'", e->str);
         break;
-    case AE_E_HOLE:
+    case TL_AEON_E_HOLE:
         if (expected < 0)
             return tl_error_set(c->err, TL_ERR_UNSUPPORTED,
                                 "aeon: %d:%d: the type of hole '?%s' is not determined by its position "
@@ -172,34 +173,34 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
         }
         t = expected;
         break;
-    case AE_E_APP:
+    case TL_AEON_E_APP:
         if ((st = check_expr(c, e->a, scope, -1, &ta)))
             return st;
-        if (!ae_type_is_arrow(tt, ta))
+        if (!tl_aeon_type_is_arrow(tt, ta))
             return type_err(c, e, "applying a value that is not a function");
         if ((st = check_expr(c, e->b, scope, tt->t[ta].arg, &tb)))
             return st;
         t = tt->t[ta].res;
         break;
-    case AE_E_BINOP:
+    case TL_AEON_E_BINOP:
         if ((st = check_expr(c, e->a, scope, -1, &ta)) || (st = check_expr(c, e->b, scope, ta, &tb)))
             return st;
-        t = ae_binop_result_type((int)e->op, ta);
+        t = tl_aeon_binop_result_type((int)e->op, ta);
         if (t < 0)
             return type_err(c, e, "operator does not apply to these operand types");
         break;
-    case AE_E_NOT:
-        if ((st = check_expr(c, e->a, scope, AE_T_BOOL, &ta)))
+    case TL_AEON_E_NOT:
+        if ((st = check_expr(c, e->a, scope, TL_AEON_T_BOOL, &ta)))
             return st;
-        t = AE_T_BOOL;
+        t = TL_AEON_T_BOOL;
         break;
-    case AE_E_IF:
-        if ((st = check_expr(c, e->a, scope, AE_T_BOOL, &ta)) || (st = check_expr(c, e->b, scope, expected, &tb)))
+    case TL_AEON_E_IF:
+        if ((st = check_expr(c, e->a, scope, TL_AEON_T_BOOL, &ta)) || (st = check_expr(c, e->b, scope, expected, &tb)))
             return st;
         if ((st = check_expr(c, e->c, scope, tb, &t)))
             return st;
         break;
-    case AE_E_LET: {
+    case TL_AEON_E_LET: {
         if ((st = check_expr(c, e->a, scope, e->ty, &ta)))
             return st;
         env b = {e->str, ta, scope, false};
@@ -207,9 +208,9 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
             return st;
         break;
     }
-    case AE_E_FUN: {
-        ae_type ft = expected;
-        if (!ae_type_is_arrow(tt, ft))
+    case TL_AEON_E_FUN: {
+        tl_aeon_type ft = expected;
+        if (!tl_aeon_type_is_arrow(tt, ft))
             return type_err(c, e, "'fun' needs an expected function type here");
         if (e->ty >= 0 && e->ty != tt->t[ft].arg)
             return type_err(c, e, "lambda parameter annotation differs from the expected type");
@@ -219,7 +220,7 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
         t = ft;
         break;
     }
-    case AE_E_ANNOT:
+    case TL_AEON_E_ANNOT:
         if (e->ty < 0)
             return type_err(c, e, "annotation with a type outside the fragment");
         if ((st = check_expr(c, e->a, scope, e->ty, &ta)))
@@ -229,8 +230,8 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
     }
     if (expected >= 0 && t != expected) {
         tl_strbuf a = TL_STRBUF_INIT, b = TL_STRBUF_INIT;
-        ae_type_print(tt, t, &a);
-        ae_type_print(tt, expected, &b);
+        tl_aeon_type_print(tt, t, &a);
+        tl_aeon_type_print(tt, expected, &b);
         st = type_err(c, e, "found %s where %s is expected", tl_strbuf_cstr(&a), tl_strbuf_cstr(&b));
         tl_strbuf_free(&a);
         tl_strbuf_free(&b);
@@ -242,7 +243,7 @@ static tl_status check_expr(checker *c, const ae_expr *e, const env *scope, ae_t
 }
 
 /* The def's parameters pushed on scope (into caller-provided nodes). */
-static const env *push_params(const ae_def *d, env *nodes, const env *scope) {
+static const env *push_params(const tl_aeon_def *d, env *nodes, const env *scope) {
     for (int i = 0; i < d->n_params; i++) {
         nodes[i] = (env){d->params[i].name, d->params[i].rt.ty, scope, false};
         scope = &nodes[i];
@@ -251,10 +252,10 @@ static const env *push_params(const ae_def *d, env *nodes, const env *scope) {
 }
 
 /* Global scope of def k: earlier usable defs and the prelude's toFloat. */
-static env *global_scope(ae_program *p, int k, env *nodes) {
+static env *global_scope(tl_aeon_program *p, int k, env *nodes) {
     static const char *prelude_name = "toFloat";
     env *scope = &nodes[0];
-    nodes[0] = (env){prelude_name, ae_type_arrow(&p->types, AE_T_INT, AE_T_FLOAT), NULL, true};
+    nodes[0] = (env){prelude_name, tl_aeon_type_arrow(&p->types, TL_AEON_T_INT, TL_AEON_T_FLOAT), NULL, true};
     int n = 1;
     for (int i = 0; i < k; i++) {
         if (p->defs[i].unsupported || p->defs[i].fn_type < 0 || i == p->hole_def)
@@ -265,31 +266,31 @@ static env *global_scope(ae_program *p, int k, env *nodes) {
     return scope;
 }
 
-static ae_type def_type(ae_program *p, const ae_def *d) {
+static tl_aeon_type def_type(tl_aeon_program *p, const tl_aeon_def *d) {
     if (d->result.ty < 0)
         return -1;
-    ae_type t = d->result.ty;
+    tl_aeon_type t = d->result.ty;
     for (int i = d->n_params - 1; i >= 0; i--) {
         if (d->params[i].rt.ty < 0)
             return -1;
-        t = ae_type_arrow(&p->types, d->params[i].rt.ty, t);
+        t = tl_aeon_type_arrow(&p->types, d->params[i].rt.ty, t);
     }
     return t;
 }
 
 /* Checks refinement predicates of d (erased: each must be a Bool). */
-static tl_status check_refinements(checker *c, ae_def *d, const env *scope) {
+static tl_status check_refinements(checker *c, tl_aeon_def *d, const env *scope) {
     env nodes[66];
     tl_status st;
-    ae_type t;
+    tl_aeon_type t;
     if (d->n_params > 64)
         return tl_error_set(c->err, TL_ERR_LIMIT, "aeon: %d:%d: more than 64 parameters", d->line, d->col);
     const env *s = scope;
     for (int i = 0; i < d->n_params; i++) {
-        const ae_rtype *rt = &d->params[i].rt;
+        const tl_aeon_rtype *rt = &d->params[i].rt;
         if (rt->pred) {
             env b = {rt->binder, rt->ty, s, false};
-            if ((st = check_expr(c, rt->pred, &b, AE_T_BOOL, &t)))
+            if ((st = check_expr(c, rt->pred, &b, TL_AEON_T_BOOL, &t)))
                 return tl_error_wrap(c->err, "refinement of parameter '%s'", d->params[i].name);
         }
         nodes[i] = (env){d->params[i].name, rt->ty, s, false};
@@ -297,20 +298,20 @@ static tl_status check_refinements(checker *c, ae_def *d, const env *scope) {
     }
     if (d->result.pred) {
         env b = {d->result.binder, d->result.ty, s, false};
-        if ((st = check_expr(c, d->result.pred, &b, AE_T_BOOL, &t)))
+        if ((st = check_expr(c, d->result.pred, &b, TL_AEON_T_BOOL, &t)))
             return tl_error_wrap(c->err, "refinement of the result of '%s'", d->name);
     }
     return TL_OK;
 }
 
-static tl_status check_program(ae_program *p, tl_error *err) {
+static tl_status check_program(tl_aeon_program *p, tl_error *err) {
     env *gnodes = calloc((size_t)p->n_defs + 2, sizeof *gnodes);
     env pnodes[64];
     if (!gnodes)
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
     tl_status st = TL_OK;
     for (int k = 0; k < p->n_defs && st == TL_OK; k++) {
-        ae_def *d = &p->defs[k];
+        tl_aeon_def *d = &p->defs[k];
         bool is_hole = k == p->hole_def;
         if (d->n_params > 64) {
             st = tl_error_set(err, TL_ERR_LIMIT, "aeon: %d:%d: more than 64 parameters", d->line, d->col);
@@ -340,7 +341,7 @@ static tl_status check_program(ae_program *p, tl_error *err) {
         tl_error local;
         checker c = {.prog = p, .err = is_hole ? err : &local, .in_hole_def = is_hole};
         const env *body_scope = push_params(d, pnodes, s);
-        ae_type t;
+        tl_aeon_type t;
         tl_status cst = check_refinements(&c, d, s);
         if (!cst)
             cst = check_expr(&c, d->body, body_scope, d->result.ty, &t);
@@ -349,7 +350,7 @@ static tl_status check_program(ae_program *p, tl_error *err) {
                 st = cst;
             } else {
                 /* An unusable helper is filtered from the hole's context. */
-                char *why = ae_strndup(&p->arena, local.msg, strlen(local.msg));
+                char *why = tl_arena_strndup(p->arena, local.msg, strlen(local.msg));
                 d->unsupported = why ? why : "type error";
                 d->fn_type = -1;
                 p->n_filtered++;
@@ -362,28 +363,32 @@ static tl_status check_program(ae_program *p, tl_error *err) {
 
 /* ---- loading -------------------------------------------------------------- */
 
-tl_status ae_program_load(const char *source, size_t len, ae_program **out, tl_error *err) {
+tl_status tl_aeon_program_load(const char *source, size_t len, tl_aeon_program **out, tl_error *err) {
     *out = NULL;
-    ae_program *p = calloc(1, sizeof *p);
+    tl_aeon_program *p = calloc(1, sizeof *p);
+    if (p && !(p->arena = calloc(1, sizeof *p->arena))) {
+        free(p);
+        p = NULL;
+    }
     if (!p)
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
-    ae_types_init(&p->types);
+    tl_aeon_types_init(&p->types);
     p->hole_def = -1;
     p->goal = -1;
-    char *src = ae_strndup(&p->arena, source, len);
+    char *src = tl_arena_strndup(p->arena, source, len);
     if (!src) {
-        ae_program_free(p);
+        tl_aeon_program_free(p);
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
     }
     p->source = src;
     p->source_len = len;
     if (memchr(source, '\0', len)) {
-        ae_program_free(p);
+        tl_aeon_program_free(p);
         return tl_error_set(err, TL_ERR_FORMAT, "aeon: offset %zu: NUL byte in source",
                             (size_t)((const char *)memchr(source, '\0', len) - source));
     }
-    ae_expr *hole = NULL;
-    tl_status st = ae_parse_program(p, err, &hole);
+    tl_aeon_expr *hole = NULL;
+    tl_status st = tl_aeon_parse_program(p, err, &hole);
     if (!st && !hole)
         st = tl_error_set(err, TL_ERR_INVALID, "aeon: the program has no hole (?name) to synthesize");
     if (!st) {
@@ -394,34 +399,36 @@ tl_status ae_program_load(const char *source, size_t len, ae_program **out, tl_e
         st = tl_error_set(err, TL_ERR_UNSUPPORTED, "aeon: %d:%d: the hole's goal type could not be determined",
                           hole->line, hole->col);
     if (st) {
-        ae_program_free(p);
+        tl_aeon_program_free(p);
         return st;
     }
     *out = p;
     return TL_OK;
 }
 
-tl_status ae_program_load_file(const char *path, ae_program **out, tl_error *err) {
+tl_status tl_aeon_program_load_file(const char *path, tl_aeon_program **out, tl_error *err) {
     char *data;
     size_t len;
     tl_status st = tl_read_file(path, 1 << 20, &data, &len, err);
     if (st)
         return st;
-    st = ae_program_load(data, len, out, err);
+    st = tl_aeon_program_load(data, len, out, err);
     free(data);
     if (st)
         tl_error_wrap(err, "%s", path);
     return st;
 }
 
-void ae_program_free(ae_program *p) {
+void tl_aeon_program_free(tl_aeon_program *p) {
     if (!p)
         return;
-    ae_arena_free(&p->arena);
+    if (p->arena)
+        tl_arena_free(p->arena);
+    free(p->arena);
     free(p);
 }
 
-tl_status ae_check_candidate(ae_program *p, const ae_expr *e, tl_error *err) {
+tl_status tl_aeon_check_candidate(tl_aeon_program *p, const tl_aeon_expr *e, tl_error *err) {
     env *nodes = calloc((size_t)p->n_context + 1, sizeof *nodes);
     if (!nodes)
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
@@ -431,7 +438,7 @@ tl_status ae_check_candidate(ae_program *p, const ae_expr *e, tl_error *err) {
         scope = &nodes[i];
     }
     checker c = {.prog = p, .err = err};
-    ae_type t;
+    tl_aeon_type t;
     tl_status st = check_expr(&c, e, scope, p->goal, &t);
     free(nodes);
     return st;

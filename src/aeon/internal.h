@@ -6,9 +6,9 @@
 
 /* A type written with a name outside the fragment (List, a type variable):
  * the def using it is filtered from contexts. */
-#define AE_T_UNSUPPORTED (-2)
+#define TL_AEON_T_UNSUPPORTED (-2)
 
 /* Parses prog->source into prog->defs; *hole_out is the hole (NULL if none). */
-tl_status ae_parse_program(ae_program *prog, tl_error *err, ae_expr **hole_out);
+tl_status tl_aeon_parse_program(tl_aeon_program *prog, tl_error *err, tl_aeon_expr **hole_out);
 
 #endif

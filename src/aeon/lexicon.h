@@ -9,21 +9,21 @@
 #include <string.h>
 
 /* Words that are never identifiers. */
-static const char *const ae_reserved_words[] = {
+static const char *const tl_aeon_reserved_words[] = {
     "if", "then", "else", "let", "in", "fun", "true", "false", "unit",
     "def", "import", "open", "type", "inductive", "match", "forall",
 };
-#define AE_N_RESERVED (sizeof ae_reserved_words / sizeof ae_reserved_words[0])
+#define TL_AEON_N_RESERVED (sizeof tl_aeon_reserved_words / sizeof tl_aeon_reserved_words[0])
 
-static inline bool ae_is_reserved(const char *s) {
-    for (size_t i = 0; i < AE_N_RESERVED; i++)
-        if (!strcmp(s, ae_reserved_words[i]))
+static inline bool tl_aeon_is_reserved(const char *s) {
+    for (size_t i = 0; i < TL_AEON_N_RESERVED; i++)
+        if (!strcmp(s, tl_aeon_reserved_words[i]))
             return true;
     return false;
 }
 
 /* What a reserved word outside the fragment stands for, or NULL. */
-static inline const char *ae_unsupported_keyword(const char *s) {
+static inline const char *tl_aeon_unsupported_keyword(const char *s) {
     if (!strcmp(s, "type") || !strcmp(s, "inductive"))
         return "an algebraic data type declaration";
     if (!strcmp(s, "match"))
@@ -34,7 +34,7 @@ static inline const char *ae_unsupported_keyword(const char *s) {
 }
 
 /* Simple escapes \\ \" \' \n \r \t \a \b \f \v: the byte, or -1. */
-static inline int ae_escape_simple(int c) {
+static inline int tl_aeon_escape_simple(int c) {
     switch (c) {
     case '\\': return '\\';
     case '"': return '"';
@@ -52,9 +52,9 @@ static inline int ae_escape_simple(int c) {
 
 /* Hex escapes \xHH \uHHHH \UHHHHHHHH: the digit count, or 0. (Named \N{...}
  * and octal escapes are outside the fragment.) */
-static inline int ae_escape_hex_digits(int c) { return c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0; }
+static inline int tl_aeon_escape_hex_digits(int c) { return c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0; }
 
-static inline int ae_hex_value(int c) {
+static inline int tl_aeon_hex_value(int c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -66,8 +66,8 @@ static inline int ae_hex_value(int c) {
  * `l op r` for operands of type t (both sides equal), or -1.
  *   || &&: Bool;  = !=: any base type -> Bool;  < <= > >=: Int, Float, String -> Bool;
  *   +: Int, Float, String;  - * /: Int, Float;  %: Int. */
-static inline int ae_binop_result_type(int op, int t) {
-    /* op values are ae_binop (aeon.h); t an ae_type, base types are 0..4 */
+static inline int tl_aeon_binop_result_type(int op, int t) {
+    /* op values are tl_aeon_binop (aeon.h); t a tl_aeon_type, base types are 0..4 */
     switch (op) {
     case 0: case 1: return t == 1 ? 1 : -1;                       /* || && */
     case 2: case 3: return t >= 0 && t <= 4 ? 1 : -1;             /* = != */

@@ -26,12 +26,13 @@
 
 #include "aeon/internal.h"
 #include "aeon/lexicon.h"
+#include "util/arena.h"
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/hash.h"
 
-const char *ae_verdict_name(ae_verdict v) {
-    return v == AE_LIVE ? "LIVE" : v == AE_DEAD ? "DEAD" : "UNKNOWN";
+const char *tl_aeon_verdict_name(tl_aeon_verdict v) {
+    return v == TL_AEON_LIVE ? "LIVE" : v == TL_AEON_DEAD ? "DEAD" : "UNKNOWN";
 }
 
 /* ---- scope ---------------------------------------------------------------- */
@@ -42,18 +43,18 @@ typedef struct scope_name {
     int u; /* universe index of its type */
 } scope_name;
 
-struct ae_scope {
+struct tl_aeon_scope {
     int nu;                        /* universe size */
-    ae_type utype[AE_MAX_UNIVERSE];/* universe index -> program type */
-    int uarg[AE_MAX_UNIVERSE], ures[AE_MAX_UNIVERSE]; /* arrows: universe indices; -1 for base */
-    char *inhabitant[AE_MAX_UNIVERSE]; /* closed atom of that type */
-    char *type_text[AE_MAX_UNIVERSE];
+    tl_aeon_type utype[TL_AEON_MAX_UNIVERSE];/* universe index -> program type */
+    int uarg[TL_AEON_MAX_UNIVERSE], ures[TL_AEON_MAX_UNIVERSE]; /* arrows: universe indices; -1 for base */
+    char *inhabitant[TL_AEON_MAX_UNIVERSE]; /* closed atom of that type */
+    char *type_text[TL_AEON_MAX_UNIVERSE];
     int goal;                      /* universe index */
     scope_name *names;             /* innermost first, unique names */
     int n_names;
 };
 
-static int universe_index(const ae_scope *s, ae_type t) {
+static int universe_index(const tl_aeon_scope *s, tl_aeon_type t) {
     for (int i = 0; i < s->nu; i++)
         if (s->utype[i] == t)
             return i;
@@ -61,22 +62,22 @@ static int universe_index(const ae_scope *s, ae_type t) {
 }
 
 /* Adds t and its arrow subtypes; false when the universe is full. */
-static bool universe_add(ae_scope *s, const ae_types *tt, ae_type t) {
+static bool universe_add(tl_aeon_scope *s, const tl_aeon_types *tt, tl_aeon_type t) {
     if (t < 0)
         return false;
     if (universe_index(s, t) >= 0)
         return true;
-    if (ae_type_is_arrow(tt, t)) {
+    if (tl_aeon_type_is_arrow(tt, t)) {
         if (!universe_add(s, tt, tt->t[t].arg) || !universe_add(s, tt, tt->t[t].res))
             return false;
     }
-    if (s->nu == AE_MAX_UNIVERSE)
+    if (s->nu == TL_AEON_MAX_UNIVERSE)
         return false;
     s->utype[s->nu++] = t;
     return true;
 }
 
-void ae_scope_free(ae_scope *s) {
+void tl_aeon_scope_free(tl_aeon_scope *s) {
     if (!s)
         return;
     for (int i = 0; i < s->nu; i++) {
@@ -87,22 +88,22 @@ void ae_scope_free(ae_scope *s) {
     free(s);
 }
 
-tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
+tl_status tl_aeon_scope_new(const tl_aeon_program *p, tl_aeon_scope **out, tl_error *err) {
     *out = NULL;
-    ae_scope *s = calloc(1, sizeof *s);
+    tl_aeon_scope *s = calloc(1, sizeof *s);
     if (!s)
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
-    for (int i = 0; i < AE_N_BASE; i++)
+    for (int i = 0; i < TL_AEON_N_BASE; i++)
         universe_add(s, &p->types, i);
     if (!universe_add(s, &p->types, p->goal)) {
-        ae_scope_free(s);
+        tl_aeon_scope_free(s);
         return tl_error_set(err, TL_ERR_UNSUPPORTED, "aeon: the goal type has more than %d distinct subtypes",
-                            AE_MAX_UNIVERSE);
+                            TL_AEON_MAX_UNIVERSE);
     }
     s->goal = universe_index(s, p->goal);
     s->names = calloc((size_t)p->n_context + 1, sizeof *s->names);
     if (!s->names) {
-        ae_scope_free(s);
+        tl_aeon_scope_free(s);
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
     }
     for (int i = 0; i < p->n_context; i++) {
@@ -116,11 +117,11 @@ tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
     }
     /* Arrow structure and closed inhabitants, arguments before results. */
     for (int i = 0; i < s->nu; i++) {
-        ae_type t = s->utype[i];
-        s->uarg[i] = ae_type_is_arrow(&p->types, t) ? universe_index(s, p->types.t[t].arg) : -1;
-        s->ures[i] = ae_type_is_arrow(&p->types, t) ? universe_index(s, p->types.t[t].res) : -1;
+        tl_aeon_type t = s->utype[i];
+        s->uarg[i] = tl_aeon_type_is_arrow(&p->types, t) ? universe_index(s, p->types.t[t].arg) : -1;
+        s->ures[i] = tl_aeon_type_is_arrow(&p->types, t) ? universe_index(s, p->types.t[t].res) : -1;
     }
-    static const char *literal[AE_N_BASE] = {"0", "true", "0.0", "\"\"", "unit"};
+    static const char *literal[TL_AEON_N_BASE] = {"0", "true", "0.0", "\"\"", "unit"};
     for (int i = 0; i < s->nu; i++) { /* subtypes come first in utype, so results exist already */
         tl_strbuf sb = TL_STRBUF_INIT;
         if (s->uarg[i] < 0)
@@ -129,10 +130,10 @@ tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
             tl_strbuf_printf(&sb, "(fun v => %s)", s->inhabitant[s->ures[i]]);
         s->inhabitant[i] = tl_strbuf_detach(&sb);
         tl_strbuf tb = TL_STRBUF_INIT;
-        ae_type_print(&p->types, s->utype[i], &tb);
+        tl_aeon_type_print(&p->types, s->utype[i], &tb);
         s->type_text[i] = tl_strbuf_detach(&tb);
         if (!s->inhabitant[i] || !s->type_text[i]) {
-            ae_scope_free(s);
+            tl_aeon_scope_free(s);
             return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
         }
     }
@@ -140,21 +141,21 @@ tl_status ae_scope_new(const ae_program *p, ae_scope **out, tl_error *err) {
     return TL_OK;
 }
 
-const char *ae_scope_goal_text(const ae_scope *s) { return s->type_text[s->goal]; }
+const char *tl_aeon_scope_goal_text(const tl_aeon_scope *s) { return s->type_text[s->goal]; }
 
-void ae_scope_describe(const ae_scope *s, tl_strbuf *out) {
+void tl_aeon_scope_describe(const tl_aeon_scope *s, tl_strbuf *out) {
     for (int i = 0; i < s->n_names; i++)
         tl_strbuf_printf(out, "%s : %s\n", s->names[i].name, s->type_text[s->names[i].u]);
 }
 
 /* ---- states --------------------------------------------------------------- */
 
-ae_state *ae_state_initial(void) { return calloc(1, sizeof(ae_state) + 1); }
+tl_aeon_state *tl_aeon_state_initial(void) { return calloc(1, sizeof(tl_aeon_state) + 1); }
 
-ae_state *ae_state_advance(const ae_state *st, const char *chars, size_t n) {
+tl_aeon_state *tl_aeon_state_advance(const tl_aeon_state *st, const char *chars, size_t n) {
     if (n > SIZE_MAX / 2 - st->len)
         return NULL;
-    ae_state *ns = malloc(sizeof *ns + st->len + n + 1);
+    tl_aeon_state *ns = malloc(sizeof *ns + st->len + n + 1);
     if (!ns)
         return NULL;
     ns->len = st->len + n;
@@ -164,7 +165,7 @@ ae_state *ae_state_advance(const ae_state *st, const char *chars, size_t n) {
     return ns;
 }
 
-void ae_state_free(ae_state *st) { free(st); }
+void tl_aeon_state_free(tl_aeon_state *st) { free(st); }
 
 /* ---- prefix lexer ----------------------------------------------------------- */
 
@@ -190,8 +191,8 @@ static ptk keyword_kind(const char *w, size_t n) {
     for (size_t i = 0; i < sizeof kws / sizeof kws[0]; i++)
         if (strlen(kws[i].w) == n && !memcmp(kws[i].w, w, n))
             return kws[i].k;
-    for (size_t i = 0; i < AE_N_RESERVED; i++)
-        if (strlen(ae_reserved_words[i]) == n && !memcmp(ae_reserved_words[i], w, n))
+    for (size_t i = 0; i < TL_AEON_N_RESERVED; i++)
+        if (strlen(tl_aeon_reserved_words[i]) == n && !memcmp(tl_aeon_reserved_words[i], w, n))
             return K_RESERVED;
     return K_IDENT;
 }
@@ -238,13 +239,13 @@ static long scan_string(const char *s, size_t n, size_t i, char *suffix, size_t 
             return -2;
         }
         int e = (unsigned char)s[i + 1];
-        int nd = ae_escape_hex_digits(e);
+        int nd = tl_aeon_escape_hex_digits(e);
         if (nd) {
             uint32_t cp = 0;
             size_t j = i + 2;
             int got = 0;
             while (got < nd && j < n) {
-                int v = ae_hex_value((unsigned char)s[j]);
+                int v = tl_aeon_hex_value((unsigned char)s[j]);
                 if (v < 0)
                     return -1;
                 cp = cp * 16 + (uint32_t)v;
@@ -266,7 +267,7 @@ static long scan_string(const char *s, size_t n, size_t i, char *suffix, size_t 
             i = j;
             continue;
         }
-        if (ae_escape_simple(e) < 0)
+        if (tl_aeon_escape_simple(e) < 0)
             return -1;
         i += 2;
     }
@@ -450,11 +451,11 @@ typedef struct local {
 } local;
 
 typedef struct engine_run {
-    const ae_scope *s;
-    ae_arena *arena;
+    const tl_aeon_scope *s;
+    tl_arena *arena;
     const ptok *toks;
     int n, pos;
-    local locals[AE_MAX_FRAMES];
+    local locals[TL_AEON_MAX_FRAMES];
     int n_locals;
     int depth;
     int64_t work, max_work;
@@ -485,8 +486,8 @@ static bool tick(engine_run *r, int64_t n) {
 
 static pres r_map(engine_run *r) {
     pres p = {R_MAP, -1, false, NULL, NULL};
-    p.m = ae_alloc(r->arena, sizeof *p.m * (size_t)r->s->nu);
-    p.mn = ae_alloc(r->arena, sizeof *p.mn * (size_t)r->s->nu);
+    p.m = tl_arena_alloc(r->arena, sizeof *p.m * (size_t)r->s->nu);
+    p.mn = tl_arena_alloc(r->arena, sizeof *p.mn * (size_t)r->s->nu);
     if (!p.m || !p.mn)
         return r_abort(r, "out of memory");
     return p;
@@ -494,7 +495,7 @@ static pres r_map(engine_run *r) {
 
 static const char *cat(engine_run *r, const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    char *s = ae_alloc(r->arena, la + lb + 1);
+    char *s = tl_arena_alloc(r->arena, la + lb + 1);
     if (!s)
         return NULL;
     memcpy(s, a, la);
@@ -552,16 +553,16 @@ static int lookup_name(engine_run *r, const char *name, size_t len) {
 }
 
 /* Operator tables per level. */
-typedef struct lvl { const ptk *toks; const ae_binop *ops; int n; bool nonassoc; } lvl;
-static const ptk t_or[] = {K_OROR};            static const ae_binop o_or[] = {AE_OP_OR};
-static const ptk t_and[] = {K_ANDAND};         static const ae_binop o_and[] = {AE_OP_AND};
-static const ptk t_eq[] = {K_EQ, K_NE};        static const ae_binop o_eq[] = {AE_OP_EQ, AE_OP_NE};
+typedef struct lvl { const ptk *toks; const tl_aeon_binop *ops; int n; bool nonassoc; } lvl;
+static const ptk t_or[] = {K_OROR};            static const tl_aeon_binop o_or[] = {TL_AEON_OP_OR};
+static const ptk t_and[] = {K_ANDAND};         static const tl_aeon_binop o_and[] = {TL_AEON_OP_AND};
+static const ptk t_eq[] = {K_EQ, K_NE};        static const tl_aeon_binop o_eq[] = {TL_AEON_OP_EQ, TL_AEON_OP_NE};
 static const ptk t_cmp[] = {K_LT, K_LE, K_GT, K_GE};
-static const ae_binop o_cmp[] = {AE_OP_LT, AE_OP_LE, AE_OP_GT, AE_OP_GE};
-static const ptk t_add[] = {K_PLUS, K_MINUS};  static const ae_binop o_add[] = {AE_OP_ADD, AE_OP_SUB};
+static const tl_aeon_binop o_cmp[] = {TL_AEON_OP_LT, TL_AEON_OP_LE, TL_AEON_OP_GT, TL_AEON_OP_GE};
+static const ptk t_add[] = {K_PLUS, K_MINUS};  static const tl_aeon_binop o_add[] = {TL_AEON_OP_ADD, TL_AEON_OP_SUB};
 static const ptk t_mul[] = {K_STAR, K_SLASH, K_PCT};
-static const ae_binop o_mul[] = {AE_OP_MUL, AE_OP_DIV, AE_OP_MOD};
-static const char *op_text(ae_binop op) {
+static const tl_aeon_binop o_mul[] = {TL_AEON_OP_MUL, TL_AEON_OP_DIV, TL_AEON_OP_MOD};
+static const char *op_text(tl_aeon_binop op) {
     static const char *t[] = {"||", "&&", "=", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"};
     return t[op];
 }
@@ -574,10 +575,10 @@ static const lvl levels[] = {
 };
 
 /* Type of `l op r` in universe indices (base types are their own indices). */
-static int binop_u(const engine_run *r, ae_binop op, int lu, int ru) {
+static int binop_u(const engine_run *r, tl_aeon_binop op, int lu, int ru) {
     if (lu != ru || lu < 0 || r->s->uarg[lu] >= 0)
         return -1;
-    int t = ae_binop_result_type((int)op, r->s->utype[lu]);
+    int t = tl_aeon_binop_result_type((int)op, r->s->utype[lu]);
     return t < 0 ? -1 : universe_index(r->s, t);
 }
 
@@ -590,7 +591,7 @@ static bool close_level(engine_run *r, pres *p, int lv, bool one_step) {
     bool changed = true;
     for (int round = 0; changed && round < r->s->nu + 1; round++) {
         changed = false;
-        const char **snap = ae_alloc(r->arena, sizeof *snap * (size_t)r->s->nu);
+        const char **snap = tl_arena_alloc(r->arena, sizeof *snap * (size_t)r->s->nu);
         if (!snap)
             return false;
         memcpy(snap, p->mn, sizeof *snap * (size_t)r->s->nu);
@@ -668,7 +669,7 @@ static pres num_open(engine_run *r, const ptok *t) {
         errno = 0;
         (void)strtoll(buf, NULL, 10);
         if (errno != ERANGE)
-            map_put(&p, AE_T_INT, "", false);
+            map_put(&p, TL_AEON_T_INT, "", false);
     }
     const char *fill;
     char last = buf[t->len - 1];
@@ -682,7 +683,7 @@ static pres num_open(engine_run *r, const ptok *t) {
     char full[96];
     snprintf(full, sizeof full, "%s%s", buf, fill);
     if (isfinite(strtod(full, NULL)))
-        map_put(&p, AE_T_FLOAT, fill, false);
+        map_put(&p, TL_AEON_T_FLOAT, fill, false);
     return p;
 }
 
@@ -716,22 +717,22 @@ static pres p_atom(engine_run *r, int hint) {
                 continue;
             if (!tick(r, 1))
                 return r_abort(r, NULL);
-            char *rest = ae_strndup(r->arena, name + t->len, len - t->len);
+            char *rest = tl_arena_strndup(r->arena, name + t->len, len - t->len);
             map_put(&p, u, rest, false);
         }
         return p;
     }
-    case K_INT: r->pos++; return r_done(AE_T_INT, false);
-    case K_FLOAT: r->pos++; return r_done(AE_T_FLOAT, false);
-    case K_STRING: r->pos++; return r_done(AE_T_STRING, false);
-    case K_TRUE: case K_FALSE: r->pos++; return r_done(AE_T_BOOL, false);
-    case K_UNIT: r->pos++; return r_done(AE_T_UNIT, false);
+    case K_INT: r->pos++; return r_done(TL_AEON_T_INT, false);
+    case K_FLOAT: r->pos++; return r_done(TL_AEON_T_FLOAT, false);
+    case K_STRING: r->pos++; return r_done(TL_AEON_T_STRING, false);
+    case K_TRUE: case K_FALSE: r->pos++; return r_done(TL_AEON_T_BOOL, false);
+    case K_UNIT: r->pos++; return r_done(TL_AEON_T_UNIT, false);
     case K_NUM_OPEN: r->pos++; return num_open(r, t);
     case K_STRING_OPEN: {
         r->pos++;
         pres p = r_map(r);
         if (p.kind == R_MAP)
-            map_put(&p, AE_T_STRING, t->open_suffix, false);
+            map_put(&p, TL_AEON_T_STRING, t->open_suffix, false);
         return p;
     }
     case K_LPAREN: {
@@ -818,17 +819,17 @@ static pres p_not(engine_run *r, int hint) {
     if (peek(r)->kind != K_BANG)
         return p_level(r, LV_CMP, hint);
     r->pos++;
-    if (++r->depth > AE_MAX_FRAMES)
+    if (++r->depth > TL_AEON_MAX_FRAMES)
         return r_abort(r, "more than 128 continuation frames");
     pres o = p_not(r, -1);
     r->depth--;
     if (o.kind == R_FAIL || o.kind == R_ABORT)
         return o;
     if (o.kind == R_DONE)
-        return o.ty == AE_T_BOOL ? r_done(AE_T_BOOL, false) : r_fail();
+        return o.ty == TL_AEON_T_BOOL ? r_done(TL_AEON_T_BOOL, false) : r_fail();
     pres p = r_map(r);
-    if (p.kind == R_MAP && o.mn[AE_T_BOOL])
-        map_put(&p, AE_T_BOOL, o.mn[AE_T_BOOL], false);
+    if (p.kind == R_MAP && o.mn[TL_AEON_T_BOOL])
+        map_put(&p, TL_AEON_T_BOOL, o.mn[TL_AEON_T_BOOL], false);
     return p;
 }
 
@@ -932,10 +933,10 @@ static bool p_binder(engine_run *r, const char **name, size_t *len, const char *
     }
     if (t->kind == K_IDENT_OPEN && !memchr(t->text, '.', t->len)) {
         r->pos++;
-        char buf[AE_MAX_TEXT + 2];
+        char buf[TL_AEON_MAX_TEXT + 2];
         memcpy(buf, t->text, t->len);
         buf[t->len] = '\0';
-        *suffix = ae_is_reserved(buf) ? "x" : "";
+        *suffix = tl_aeon_is_reserved(buf) ? "x" : "";
         return true;
     }
     return false;
@@ -948,12 +949,12 @@ static pres p_expr_inner(engine_run *r, int hint) {
         return synth_fresh(r, hint);
     case K_IF: {
         r->pos++;
-        pres c = p_expr(r, AE_T_BOOL);
+        pres c = p_expr(r, TL_AEON_T_BOOL);
         if (c.kind == R_FAIL || c.kind == R_ABORT)
             return c;
         if (c.kind == R_MAP)
-            return c.m[AE_T_BOOL] ? tail_map(r, hint, cat(r, c.m[AE_T_BOOL], " then"), " else", 2) : r_fail();
-        if (c.ty != AE_T_BOOL)
+            return c.m[TL_AEON_T_BOOL] ? tail_map(r, hint, cat(r, c.m[TL_AEON_T_BOOL], " then"), " else", 2) : r_fail();
+        if (c.ty != TL_AEON_T_BOOL)
             return r_fail();
         if (peek(r)->kind == K_EOF)
             return tail_map(r, hint, " then", " else", 2);
@@ -1013,7 +1014,7 @@ static pres p_expr_inner(engine_run *r, int hint) {
             return r_fail();
         if (!name) { /* the input ended in the binder */
             if (is_let)
-                return tail_map(r, hint, cat3(r, suffix, " :=", cat(r, inh(r, AE_T_INT), " in")), "", 1);
+                return tail_map(r, hint, cat3(r, suffix, " :=", cat(r, inh(r, TL_AEON_T_INT), " in")), "", 1);
             pres p = r_map(r);
             if (p.kind == R_MAP)
                 map_put(&p, hint, cat3(r, suffix, " =>", inh(r, r->s->ures[hint])), true);
@@ -1022,7 +1023,7 @@ static pres p_expr_inner(engine_run *r, int hint) {
         int bound;
         if (is_let) {
             if (peek(r)->kind == K_EOF)
-                return tail_map(r, hint, cat(r, " :=", cat(r, inh(r, AE_T_INT), " in")), "", 1);
+                return tail_map(r, hint, cat(r, " :=", cat(r, inh(r, TL_AEON_T_INT), " in")), "", 1);
             if (peek(r)->kind != K_ASSIGN)
                 return r_fail();
             r->pos++;
@@ -1056,7 +1057,7 @@ static pres p_expr_inner(engine_run *r, int hint) {
             r->pos++;
             bound = r->s->uarg[hint];
         }
-        if (r->n_locals == AE_MAX_FRAMES)
+        if (r->n_locals == TL_AEON_MAX_FRAMES)
             return r_abort(r, "more than 128 local bindings");
         r->locals[r->n_locals++] = (local){name, len, bound};
         int body_goal = is_let ? hint : r->s->ures[hint];
@@ -1078,7 +1079,7 @@ static pres p_expr_inner(engine_run *r, int hint) {
 }
 
 static pres p_expr(engine_run *r, int hint) {
-    if (++r->depth > AE_MAX_FRAMES)
+    if (++r->depth > TL_AEON_MAX_FRAMES)
         return r_abort(r, "more than 128 continuation frames");
     if (!tick(r, 1))
         return r_abort(r, NULL);
@@ -1093,45 +1094,45 @@ typedef struct cache_entry {
     char *text;
     size_t len;
     uint64_t hash;
-    ae_verdict verdict;
+    tl_aeon_verdict verdict;
     char *witness;
 } cache_entry;
 
-struct ae_engine {
-    const ae_scope *scope;
-    ae_oracle_limits limits;
-    cache_entry cache[AE_CACHE_ENTRIES];
+struct tl_aeon_engine {
+    const tl_aeon_scope *scope;
+    tl_aeon_oracle_limits limits;
+    cache_entry cache[TL_AEON_CACHE_ENTRIES];
     int cache_next; /* FIFO eviction */
 };
 
-tl_status ae_engine_new(const ae_scope *s, const ae_oracle_limits *limits, ae_engine **out, tl_error *err) {
-    ae_engine *e = calloc(1, sizeof *e);
+tl_status tl_aeon_engine_new(const tl_aeon_scope *s, const tl_aeon_oracle_limits *limits, tl_aeon_engine **out, tl_error *err) {
+    tl_aeon_engine *e = calloc(1, sizeof *e);
     if (!e)
         return tl_error_set(err, TL_ERR_NOMEM, "aeon: out of memory");
     e->scope = s;
     if (limits)
         e->limits = *limits;
     if (e->limits.max_states <= 0)
-        e->limits.max_states = AE_DEFAULT_MAX_STATES;
+        e->limits.max_states = TL_AEON_DEFAULT_MAX_STATES;
     *out = e;
     return TL_OK;
 }
 
-void ae_engine_set_deadline(ae_engine *e, double deadline) { e->limits.deadline = deadline; }
+void tl_aeon_engine_set_deadline(tl_aeon_engine *e, double deadline) { e->limits.deadline = deadline; }
 
-void ae_engine_free(ae_engine *e) {
+void tl_aeon_engine_free(tl_aeon_engine *e) {
     if (!e)
         return;
-    for (int i = 0; i < AE_CACHE_ENTRIES; i++) {
+    for (int i = 0; i < TL_AEON_CACHE_ENTRIES; i++) {
         free(e->cache[i].text);
         free(e->cache[i].witness);
     }
     free(e);
 }
 
-static void cache_put(ae_engine *e, const ae_state *st, uint64_t h, ae_verdict v, const char *witness) {
+static void cache_put(tl_aeon_engine *e, const tl_aeon_state *st, uint64_t h, tl_aeon_verdict v, const char *witness) {
     cache_entry *c = &e->cache[e->cache_next];
-    e->cache_next = (e->cache_next + 1) % AE_CACHE_ENTRIES;
+    e->cache_next = (e->cache_next + 1) % TL_AEON_CACHE_ENTRIES;
     free(c->text);
     free(c->witness);
     c->text = malloc(st->len + 1);
@@ -1148,22 +1149,22 @@ static void cache_put(ae_engine *e, const ae_state *st, uint64_t h, ae_verdict v
     c->verdict = v;
 }
 
-ae_verdict ae_completion_status(ae_engine *e, const ae_state *st, tl_strbuf *witness, ae_query_stats *stats) {
-    ae_query_stats local_stats = {0};
+tl_aeon_verdict tl_aeon_completion_status(tl_aeon_engine *e, const tl_aeon_state *st, tl_strbuf *witness, tl_aeon_query_stats *stats) {
+    tl_aeon_query_stats local_stats = {0};
     if (!stats)
         stats = &local_stats;
     memset(stats, 0, sizeof *stats);
     if (witness)
         tl_strbuf_clear(witness);
-    if (st->len > AE_MAX_TEXT) {
+    if (st->len > TL_AEON_MAX_TEXT) {
         if (witness)
-            tl_strbuf_printf(witness, "candidate text longer than %d characters", AE_MAX_TEXT);
-        return AE_UNKNOWN;
+            tl_strbuf_printf(witness, "candidate text longer than %d characters", TL_AEON_MAX_TEXT);
+        return TL_AEON_UNKNOWN;
     }
     if (memchr(st->text, '\0', st->len))
-        return AE_DEAD;
+        return TL_AEON_DEAD;
     uint64_t h = tl_hash_bytes(st->text, st->len);
-    for (int i = 0; i < AE_CACHE_ENTRIES; i++) {
+    for (int i = 0; i < TL_AEON_CACHE_ENTRIES; i++) {
         cache_entry *c = &e->cache[i];
         if (c->text && c->hash == h && c->len == st->len && !memcmp(c->text, st->text, st->len)) {
             stats->cached = true;
@@ -1175,16 +1176,16 @@ ae_verdict ae_completion_status(ae_engine *e, const ae_state *st, tl_strbuf *wit
     if (e->limits.deadline > 0 && tl_now_s() > e->limits.deadline) {
         if (witness)
             tl_strbuf_puts(witness, "deadline passed");
-        return AE_UNKNOWN;
+        return TL_AEON_UNKNOWN;
     }
-    ae_arena arena = {0};
-    ptok *toks = ae_alloc(&arena, sizeof *toks * (st->len + 1));
+    tl_arena arena = {0};
+    ptok *toks = tl_arena_alloc(&arena, sizeof *toks * (st->len + 1));
     lexed lx = {.toks = toks};
-    ae_verdict verdict = AE_DEAD;
+    tl_aeon_verdict verdict = TL_AEON_DEAD;
     const char *best = NULL;
     const char *unknown_reason = NULL;
     if (!toks) {
-        verdict = AE_UNKNOWN;
+        verdict = TL_AEON_UNKNOWN;
         unknown_reason = "out of memory";
     } else if (prefix_lex(st->text, st->len, &lx)) {
         int n_runs = lx.last_open ? lx.n_alts : 1;
@@ -1212,30 +1213,30 @@ ae_verdict ae_completion_status(ae_engine *e, const ae_state *st, tl_strbuf *wit
                 best = full;
         }
         if (best)
-            verdict = AE_LIVE;
+            verdict = TL_AEON_LIVE;
         else if (unknown_reason)
-            verdict = AE_UNKNOWN; /* some reading was cut short: not a proof of DEAD */
+            verdict = TL_AEON_UNKNOWN; /* some reading was cut short: not a proof of DEAD */
     }
     tl_strbuf wit = TL_STRBUF_INIT;
-    if (verdict == AE_LIVE) {
+    if (verdict == TL_AEON_LIVE) {
         tl_strbuf_append(&wit, st->text, st->len);
         tl_strbuf_puts(&wit, best);
-    } else if (verdict == AE_UNKNOWN) {
+    } else if (verdict == TL_AEON_UNKNOWN) {
         tl_strbuf_puts(&wit, unknown_reason);
     }
-    if (verdict != AE_UNKNOWN)
-        cache_put(e, st, h, verdict, verdict == AE_LIVE ? tl_strbuf_cstr(&wit) : NULL);
+    if (verdict != TL_AEON_UNKNOWN)
+        cache_put(e, st, h, verdict, verdict == TL_AEON_LIVE ? tl_strbuf_cstr(&wit) : NULL);
     if (witness)
         tl_strbuf_append(witness, wit.buf ? wit.buf : "", wit.len);
     tl_strbuf_free(&wit);
-    ae_arena_free(&arena);
+    tl_arena_free(&arena);
     return verdict;
 }
 
-bool ae_is_accepting(ae_engine *e, const ae_state *st) {
+bool tl_aeon_is_accepting(tl_aeon_engine *e, const tl_aeon_state *st) {
     tl_strbuf w = TL_STRBUF_INIT;
-    ae_verdict v = ae_completion_status(e, st, &w, NULL);
-    bool ok = v == AE_LIVE && w.len == st->len;
+    tl_aeon_verdict v = tl_aeon_completion_status(e, st, &w, NULL);
+    bool ok = v == TL_AEON_LIVE && w.len == st->len;
     tl_strbuf_free(&w);
     return ok;
 }

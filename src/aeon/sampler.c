@@ -11,9 +11,10 @@
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/rng.h"
+#include "util/sample.h"
 #include "util/utf8.h"
 
-const char *ae_attempt_end_name(ae_attempt_end e) {
+const char *tl_aeon_attempt_end_name(tl_aeon_attempt_end e) {
     static const char *names[] = {"complete", "token_limit", "probe_limit", "exhausted", "deadline", "cancelled"};
     return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
@@ -59,9 +60,9 @@ static bool is_special(const tl_backend *b, int32_t id) {
 
 static bool is_eos(const tl_backend *b, int32_t id) { return b->vocab && tl_vocab_is_eog(b->vocab, id); }
 
-tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size_t n, const ae_state *st,
-                         const float *logits, const ae_sampler_config *cfg, uint64_t step_seed,
-                         ae_step_result *out, ae_probe_counts *counts, tl_error *err) {
+tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t *ids, size_t n, const tl_aeon_state *st,
+                         const float *logits, const tl_aeon_sampler_config *cfg, uint64_t step_seed,
+                         tl_aeon_step_result *out, tl_aeon_probe_counts *counts, tl_error *err) {
     memset(out, 0, sizeof *out);
     out->token = -1;
     out->first_ranked = -1;
@@ -96,22 +97,22 @@ tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size
     if ((rc = tl_backend_detokenize(b, ids, n, &base, err)))
         goto done;
     memcpy(trial, ids, sizeof *trial * n);
-    bool accepting = ae_is_accepting(eng, st);
+    bool accepting = tl_aeon_is_accepting(eng, st);
     int top_k = cfg->top_k > 0 ? cfg->top_k : 32;
     int64_t step_probes = 0;
     for (int32_t r = 0; r < nv; r++) {
         if (r % top_k == 0) { /* between batches: limits, deadline, cancellation */
             if (cfg->deadline > 0 && tl_now_s() > cfg->deadline) {
-                out->end = AE_END_DEADLINE;
+                out->end = TL_AEON_END_DEADLINE;
                 goto done;
             }
             if (cfg->cancelled && cfg->cancelled(cfg->cancel_arg)) {
-                out->end = AE_END_CANCELLED;
+                out->end = TL_AEON_END_CANCELLED;
                 goto done;
             }
         }
         if (cfg->max_probes > 0 && step_probes >= cfg->max_probes) {
-            out->end = AE_END_PROBE_LIMIT;
+            out->end = TL_AEON_END_PROBE_LIMIT;
             goto done;
         }
         int32_t id = order[r].id;
@@ -149,18 +150,18 @@ tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size
             counts->excluded++; /* more whitespace after whitespace: no progress */
             continue;
         }
-        ae_state *ns = ae_state_advance(st, delta, dlen);
+        tl_aeon_state *ns = tl_aeon_state_advance(st, delta, dlen);
         if (!ns) {
             rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
             goto done;
         }
         double t0 = tl_now_s();
-        ae_verdict v = ae_completion_status(eng, ns, NULL, NULL);
+        tl_aeon_verdict v = tl_aeon_completion_status(eng, ns, NULL, NULL);
         counts->oracle_s += tl_now_s() - t0;
-        ae_state_free(ns);
-        if (v == AE_DEAD) {
+        tl_aeon_state_free(ns);
+        if (v == TL_AEON_DEAD) {
             counts->rejected++;
-        } else if (v == AE_UNKNOWN) {
+        } else if (v == TL_AEON_UNKNOWN) {
             counts->unknown++;
         } else {
             out->token = id;
@@ -176,7 +177,7 @@ tl_status ae_sample_step(tl_backend *b, ae_engine *eng, const int32_t *ids, size
             goto done;
         }
     }
-    out->end = AE_END_EXHAUSTED;
+    out->end = TL_AEON_END_EXHAUSTED;
 done:
     free(order);
     free(trial);
@@ -185,22 +186,22 @@ done:
     return rc;
 }
 
-void ae_attempt_free(ae_attempt *a) {
+void tl_aeon_attempt_free(tl_aeon_attempt *a) {
     free(a->text);
     free(a->tokens);
     free(a->first_ranked);
     memset(a, 0, sizeof *a);
 }
 
-tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt, size_t n_prompt,
-                            const ae_sampler_config *cfg, ae_attempt *out, tl_error *err) {
+tl_status tl_aeon_sample_attempt(tl_backend *b, tl_aeon_engine *eng, const int32_t *prompt, size_t n_prompt,
+                            const tl_aeon_sampler_config *cfg, tl_aeon_attempt *out, tl_error *err) {
     memset(out, 0, sizeof *out);
     int max_tokens = cfg->max_tokens > 0 ? cfg->max_tokens : 128;
     int32_t *ids = malloc(sizeof *ids * (n_prompt + (size_t)max_tokens + 1));
     float *logits = malloc(sizeof *logits * (size_t)b->n_vocab);
     out->tokens = malloc(sizeof *out->tokens * ((size_t)max_tokens + 1));
     out->first_ranked = malloc(sizeof *out->first_ranked * ((size_t)max_tokens + 1));
-    ae_state *st = ae_state_initial();
+    tl_aeon_state *st = tl_aeon_state_initial();
     tl_status rc = TL_OK;
     if (!ids || !logits || !out->tokens || !out->first_ranked || !st) {
         rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
@@ -208,10 +209,10 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
     }
     memcpy(ids, prompt, sizeof *ids * n_prompt);
     size_t n = n_prompt;
-    out->end = AE_END_TOKEN_LIMIT;
+    out->end = TL_AEON_END_TOKEN_LIMIT;
     for (int step = 0; step < max_tokens; step++) {
         if (cfg->deadline > 0 && tl_now_s() > cfg->deadline) {
-            out->end = AE_END_DEADLINE;
+            out->end = TL_AEON_END_DEADLINE;
             break;
         }
         double t0 = tl_now_s();
@@ -219,12 +220,12 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
             goto done;
         out->model_s += tl_now_s() - t0;
         if (cfg->deadline > 0 && tl_now_s() > cfg->deadline) { /* a late forward pass is not used */
-            out->end = AE_END_DEADLINE;
+            out->end = TL_AEON_END_DEADLINE;
             break;
         }
-        ae_step_result sr;
+        tl_aeon_step_result sr;
         uint64_t step_seed = cfg->seed * 0x100000001B3ull + (uint64_t)step * TL_RNG_GOLDEN + 1;
-        if ((rc = ae_sample_step(b, eng, ids, n, st, logits, cfg, step_seed, &sr, &out->counts, err)))
+        if ((rc = tl_aeon_sample_step(b, eng, ids, n, st, logits, cfg, step_seed, &sr, &out->counts, err)))
             goto done;
         out->first_ranked[out->n_tokens] = sr.first_ranked;
         if (sr.token < 0) {
@@ -232,18 +233,19 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
             break;
         }
         out->tokens[out->n_tokens++] = sr.token;
+        out->logprob += (double)logits[sr.token] - tl_logsumexp_f(logits, (size_t)b->n_vocab);
         if (sr.is_eos) {
-            out->end = AE_END_COMPLETE;
+            out->end = TL_AEON_END_COMPLETE;
             break;
         }
         ids[n++] = sr.token;
-        ae_state *ns = ae_state_advance(st, sr.delta, sr.delta_len);
+        tl_aeon_state *ns = tl_aeon_state_advance(st, sr.delta, sr.delta_len);
         free(sr.delta);
         if (!ns) {
             rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
             goto done;
         }
-        ae_state_free(st);
+        tl_aeon_state_free(st);
         st = ns;
     }
     out->text = malloc(st->len + 1);
@@ -254,7 +256,7 @@ tl_status ae_sample_attempt(tl_backend *b, ae_engine *eng, const int32_t *prompt
     memcpy(out->text, st->text, st->len + 1);
     out->text_len = st->len;
 done:
-    ae_state_free(st);
+    tl_aeon_state_free(st);
     free(ids);
     free(logits);
     return rc;

@@ -1,4 +1,4 @@
-/* syntax.c: the whole-file reader for the Aeon fragment: arena, lexer and a
+/* syntax.c: the whole-file reader for the Aeon fragment: a lexer and a
  * recursive-descent parser producing the AST of aeon.h.
  *
  * This is deliberately a different code path from oracle.c's prefix engine:
@@ -16,56 +16,9 @@
 #include "aeon/aeon.h"
 #include "aeon/internal.h"
 #include "aeon/lexicon.h"
+#include "util/arena.h"
 #include "util/error.h"
 #include "util/utf8.h"
-
-/* ---- arena ---------------------------------------------------------------- */
-
-struct ae_arena_chunk {
-    ae_arena_chunk *next;
-    size_t used, cap;
-    _Alignas(16) unsigned char data[];
-};
-
-void *ae_alloc(ae_arena *a, size_t n) {
-    n = (n + 15) & ~(size_t)15;
-    ae_arena_chunk *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->next = a->head;
-        c->used = 0;
-        c->cap = cap;
-        a->head = c;
-    }
-    void *p = c->data + c->used;
-    c->used += n;
-    a->total += n;
-    memset(p, 0, n);
-    return p;
-}
-
-char *ae_strndup(ae_arena *a, const char *s, size_t n) {
-    char *p = ae_alloc(a, n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
-
-void ae_arena_free(ae_arena *a) {
-    ae_arena_chunk *c = a->head;
-    while (c) {
-        ae_arena_chunk *next = c->next;
-        free(c);
-        c = next;
-    }
-    a->head = NULL;
-    a->total = 0;
-}
 
 /* ---- lexer ---------------------------------------------------------------- */
 
@@ -87,7 +40,7 @@ typedef struct token {
 } token;
 
 typedef struct parser {
-    ae_program *prog;
+    tl_aeon_program *prog;
     const char *src;
     size_t len, pos;
     int line, col;
@@ -96,7 +49,7 @@ typedef struct parser {
     tl_status st;    /* first error */
     int depth;
     int n_holes;
-    ae_expr *hole;
+    tl_aeon_expr *hole;
     const char *unsupported; /* first type outside the fragment seen in the current def */
 } parser;
 
@@ -157,12 +110,12 @@ static tl_status lex_string(parser *p, token *t) {
         advance_char(p);
         int e = peekc(p, 0);
         uint32_t cp = 0;
-        int ndig = ae_escape_hex_digits(e);
+        int ndig = tl_aeon_escape_hex_digits(e);
         if (ndig > 0) {
             advance_char(p);
             for (int i = 0; i < ndig; i++) {
                 int h = peekc(p, 0);
-                int v = ae_hex_value(h);
+                int v = tl_aeon_hex_value(h);
                 if (v < 0) {
                     tl_strbuf_free(&sb);
                     return perr(p, TL_ERR_FORMAT, el, ec, "bad \\%c escape: expected %d hex digits", e, ndig);
@@ -178,7 +131,7 @@ static tl_status lex_string(parser *p, token *t) {
             tl_strbuf_append(&sb, u, tl_utf8_encode(cp, u));
             continue;
         }
-        int simple = ae_escape_simple(e);
+        int simple = tl_aeon_escape_simple(e);
         if (simple < 0) {
             tl_strbuf_free(&sb);
             return perr(p, TL_ERR_FORMAT, el, ec, "unsupported escape in string literal");
@@ -187,7 +140,7 @@ static tl_status lex_string(parser *p, token *t) {
         advance_char(p);
     }
     t->str_len = sb.len;
-    t->str = ae_strndup(&p->prog->arena, tl_strbuf_cstr(&sb), sb.len);
+    t->str = tl_arena_strndup(p->prog->arena, tl_strbuf_cstr(&sb), sb.len);
     tl_strbuf_free(&sb);
     t->kind = TK_STRING;
     return TL_OK;
@@ -262,8 +215,8 @@ static tl_status lex_next(parser *p) {
             advance_char(p);
         }
         size_t n = p->pos - t->off;
-        t->str = ae_strndup(&p->prog->arena, p->src + t->off, n);
-        t->kind = ae_is_reserved(t->str) ? TK_KEYWORD : TK_IDENT;
+        t->str = tl_arena_strndup(p->prog->arena, p->src + t->off, n);
+        t->kind = tl_aeon_is_reserved(t->str) ? TK_KEYWORD : TK_IDENT;
     } else if (is_digit(c) || (c == '.' && is_digit(peekc(p, 1)))) {
         st = lex_number(p, t);
     } else if (c == '"') {
@@ -274,7 +227,7 @@ static tl_status lex_next(parser *p) {
         while (is_ident_char(peekc(p, 0)))
             advance_char(p);
         t->kind = TK_HOLE;
-        t->str = ae_strndup(&p->prog->arena, p->src + s, p->pos - s);
+        t->str = tl_arena_strndup(p->prog->arena, p->src + s, p->pos - s);
     } else if (c == 0xE2 && peekc(p, 1) == 0x86 && peekc(p, 2) == 0x92) { /* U+2192 → */
         advance_char(p);
         advance_char(p);
@@ -341,7 +294,7 @@ static tl_status expect_kw(parser *p, const char *kw) {
 static tl_status check_capability_kw(parser *p) {
     if (p->tok.kind != TK_KEYWORD)
         return TL_OK;
-    const char *what = ae_unsupported_keyword(p->tok.str);
+    const char *what = tl_aeon_unsupported_keyword(p->tok.str);
     if (what)
         return perr(p, TL_ERR_UNSUPPORTED, p->tok.line, p->tok.col, "%s ('%s') is outside the supported Aeon fragment",
                     what, p->tok.str);
@@ -350,8 +303,8 @@ static tl_status check_capability_kw(parser *p) {
 
 /* ---- expressions ---------------------------------------------------------- */
 
-static ae_expr *new_expr(parser *p, ae_expr_kind k, int line, int col) {
-    ae_expr *e = ae_alloc(&p->prog->arena, sizeof *e);
+static tl_aeon_expr *new_expr(parser *p, tl_aeon_expr_kind k, int line, int col) {
+    tl_aeon_expr *e = tl_arena_alloc(p->prog->arena, sizeof *e);
     if (!e) {
         perr(p, TL_ERR_NOMEM, line, col, "out of memory");
         return NULL;
@@ -363,8 +316,8 @@ static ae_expr *new_expr(parser *p, ae_expr_kind k, int line, int col) {
     return e;
 }
 
-static ae_expr *parse_expr(parser *p);
-static tl_status parse_type(parser *p, ae_rtype *out);
+static tl_aeon_expr *parse_expr(parser *p);
+static tl_status parse_type(parser *p, tl_aeon_rtype *out);
 
 static bool starts_atom(const parser *p) {
     switch (p->tok.kind) {
@@ -377,32 +330,32 @@ static bool starts_atom(const parser *p) {
     }
 }
 
-static ae_expr *parse_atom(parser *p) {
+static tl_aeon_expr *parse_atom(parser *p) {
     token t = p->tok;
-    ae_expr *e = NULL;
+    tl_aeon_expr *e = NULL;
     if (check_capability_kw(p))
         return NULL;
     switch (t.kind) {
     case TK_INT:
-        if ((e = new_expr(p, AE_E_INT, t.line, t.col)))
+        if ((e = new_expr(p, TL_AEON_E_INT, t.line, t.col)))
             e->ival = t.ival;
         break;
     case TK_FLOAT:
-        if ((e = new_expr(p, AE_E_FLOAT, t.line, t.col)))
+        if ((e = new_expr(p, TL_AEON_E_FLOAT, t.line, t.col)))
             e->fval = t.fval;
         break;
     case TK_STRING:
-        if ((e = new_expr(p, AE_E_STRING, t.line, t.col))) {
+        if ((e = new_expr(p, TL_AEON_E_STRING, t.line, t.col))) {
             e->str = t.str;
             e->str_len = t.str_len;
         }
         break;
     case TK_IDENT:
-        if ((e = new_expr(p, AE_E_VAR, t.line, t.col)))
+        if ((e = new_expr(p, TL_AEON_E_VAR, t.line, t.col)))
             e->str = t.str;
         break;
     case TK_HOLE:
-        if ((e = new_expr(p, AE_E_HOLE, t.line, t.col))) {
+        if ((e = new_expr(p, TL_AEON_E_HOLE, t.line, t.col))) {
             e->str = t.str;
             e->ival = (int64_t)t.off; /* byte offset and length of `?name`, for splicing */
             e->str_len = t.len;
@@ -417,10 +370,10 @@ static ae_expr *parse_atom(parser *p) {
         break;
     case TK_KEYWORD:
         if (!strcmp(t.str, "true") || !strcmp(t.str, "false")) {
-            if ((e = new_expr(p, AE_E_BOOL, t.line, t.col)))
+            if ((e = new_expr(p, TL_AEON_E_BOOL, t.line, t.col)))
                 e->ival = t.str[0] == 't';
         } else if (!strcmp(t.str, "unit")) {
-            e = new_expr(p, AE_E_UNIT, t.line, t.col);
+            e = new_expr(p, TL_AEON_E_UNIT, t.line, t.col);
         } else {
             unexpected(p, "an expression");
             return NULL;
@@ -429,16 +382,16 @@ static ae_expr *parse_atom(parser *p) {
     case TK_LPAREN: {
         if (lex_next(p))
             return NULL;
-        ae_expr *inner = parse_expr(p);
+        tl_aeon_expr *inner = parse_expr(p);
         if (!inner)
             return NULL;
         if (p->tok.kind == TK_COLON) {
             if (lex_next(p))
                 return NULL;
-            ae_rtype rt;
+            tl_aeon_rtype rt;
             if (parse_type(p, &rt))
                 return NULL;
-            if (!(e = new_expr(p, AE_E_ANNOT, t.line, t.col)))
+            if (!(e = new_expr(p, TL_AEON_E_ANNOT, t.line, t.col)))
                 return NULL;
             e->a = inner;
             e->ty = rt.ty;
@@ -458,13 +411,13 @@ static ae_expr *parse_atom(parser *p) {
     return e;
 }
 
-static ae_expr *parse_app(parser *p) {
-    ae_expr *e = parse_atom(p);
+static tl_aeon_expr *parse_app(parser *p) {
+    tl_aeon_expr *e = parse_atom(p);
     while (e && starts_atom(p)) {
-        ae_expr *arg = parse_atom(p);
+        tl_aeon_expr *arg = parse_atom(p);
         if (!arg)
             return NULL;
-        ae_expr *app = new_expr(p, AE_E_APP, e->line, e->col);
+        tl_aeon_expr *app = new_expr(p, TL_AEON_E_APP, e->line, e->col);
         if (!app)
             return NULL;
         app->a = e;
@@ -474,11 +427,11 @@ static ae_expr *parse_app(parser *p) {
     return e;
 }
 
-typedef struct level_op { tk tok; ae_binop op; } level_op;
-static const level_op ops_mul[] = {{TK_STAR, AE_OP_MUL}, {TK_SLASH, AE_OP_DIV}, {TK_PERCENT, AE_OP_MOD}};
-static const level_op ops_add[] = {{TK_PLUS, AE_OP_ADD}, {TK_MINUS, AE_OP_SUB}};
-static const level_op ops_cmp[] = {{TK_LT, AE_OP_LT}, {TK_LE, AE_OP_LE}, {TK_GT, AE_OP_GT}, {TK_GE, AE_OP_GE}};
-static const level_op ops_eq[] = {{TK_EQ, AE_OP_EQ}, {TK_NE, AE_OP_NE}};
+typedef struct level_op { tk tok; tl_aeon_binop op; } level_op;
+static const level_op ops_mul[] = {{TK_STAR, TL_AEON_OP_MUL}, {TK_SLASH, TL_AEON_OP_DIV}, {TK_PERCENT, TL_AEON_OP_MOD}};
+static const level_op ops_add[] = {{TK_PLUS, TL_AEON_OP_ADD}, {TK_MINUS, TL_AEON_OP_SUB}};
+static const level_op ops_cmp[] = {{TK_LT, TL_AEON_OP_LT}, {TK_LE, TL_AEON_OP_LE}, {TK_GT, TL_AEON_OP_GT}, {TK_GE, TL_AEON_OP_GE}};
+static const level_op ops_eq[] = {{TK_EQ, TL_AEON_OP_EQ}, {TK_NE, TL_AEON_OP_NE}};
 
 static int find_op(const parser *p, const level_op *ops, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -487,8 +440,8 @@ static int find_op(const parser *p, const level_op *ops, size_t n) {
     return -1;
 }
 
-static ae_expr *binop(parser *p, ae_binop op, ae_expr *a, ae_expr *b, int line, int col) {
-    ae_expr *e = new_expr(p, AE_E_BINOP, line, col);
+static tl_aeon_expr *binop(parser *p, tl_aeon_binop op, tl_aeon_expr *a, tl_aeon_expr *b, int line, int col) {
+    tl_aeon_expr *e = new_expr(p, TL_AEON_E_BINOP, line, col);
     if (e) {
         e->op = op;
         e->a = a;
@@ -497,45 +450,34 @@ static ae_expr *binop(parser *p, ae_binop op, ae_expr *a, ae_expr *b, int line, 
     return e;
 }
 
-/* Left-associative level. */
-static ae_expr *parse_left(parser *p, const level_op *ops, size_t n, ae_expr *(*operand)(parser *)) {
-    ae_expr *e = operand(p);
+/* One binary level: left-associative (a - b - c is (a - b) - c), or
+ * non-associative (at most one operator: a < b < c needs parentheses). */
+static tl_aeon_expr *parse_level(parser *p, const level_op *ops, size_t n, tl_aeon_expr *(*operand)(parser *),
+                                 bool assoc) {
+    tl_aeon_expr *e = operand(p);
     int k;
     while (e && (k = find_op(p, ops, n)) >= 0) {
         int line = p->tok.line, col = p->tok.col;
         if (lex_next(p))
             return NULL;
-        ae_expr *r = operand(p);
+        tl_aeon_expr *r = operand(p);
         if (!r)
             return NULL;
         e = binop(p, ops[k].op, e, r, line, col);
-    }
-    return e;
-}
-
-/* Non-associative level: at most one operator. */
-static ae_expr *parse_nonassoc(parser *p, const level_op *ops, size_t n, ae_expr *(*operand)(parser *)) {
-    ae_expr *e = operand(p);
-    int k;
-    if (e && (k = find_op(p, ops, n)) >= 0) {
-        int line = p->tok.line, col = p->tok.col;
-        if (lex_next(p))
-            return NULL;
-        ae_expr *r = operand(p);
-        if (!r)
-            return NULL;
-        e = binop(p, ops[k].op, e, r, line, col);
-        if (e && find_op(p, ops, n) >= 0) {
-            perr(p, TL_ERR_FORMAT, p->tok.line, p->tok.col, "operator is non-associative: add parentheses");
-            return NULL;
+        if (!assoc) {
+            if (e && find_op(p, ops, n) >= 0) {
+                perr(p, TL_ERR_FORMAT, p->tok.line, p->tok.col, "operator is non-associative: add parentheses");
+                return NULL;
+            }
+            break;
         }
     }
     return e;
 }
 
-static ae_expr *parse_mul(parser *p) { return parse_left(p, ops_mul, 3, parse_app); }
-static ae_expr *parse_add(parser *p) { return parse_left(p, ops_add, 2, parse_mul); }
-static ae_expr *parse_cmp(parser *p) { return parse_nonassoc(p, ops_cmp, 4, parse_add); }
+static tl_aeon_expr *parse_mul(parser *p) { return parse_level(p, ops_mul, 3, parse_app, true); }
+static tl_aeon_expr *parse_add(parser *p) { return parse_level(p, ops_add, 2, parse_mul, true); }
+static tl_aeon_expr *parse_cmp(parser *p) { return parse_level(p, ops_cmp, 4, parse_add, false); }
 
 /* Counts one level of recursion that does not pass through parse_expr. */
 static bool deeper(parser *p) {
@@ -546,16 +488,16 @@ static bool deeper(parser *p) {
     return true;
 }
 
-static ae_expr *parse_not(parser *p) {
+static tl_aeon_expr *parse_not(parser *p) {
     if (p->tok.kind == TK_BANG) {
         int line = p->tok.line, col = p->tok.col;
         if (lex_next(p) || !deeper(p))
             return NULL;
-        ae_expr *a = parse_not(p);
+        tl_aeon_expr *a = parse_not(p);
         p->depth--;
         if (!a)
             return NULL;
-        ae_expr *e = new_expr(p, AE_E_NOT, line, col);
+        tl_aeon_expr *e = new_expr(p, TL_AEON_E_NOT, line, col);
         if (e)
             e->a = a;
         return e;
@@ -563,16 +505,16 @@ static ae_expr *parse_not(parser *p) {
     return parse_cmp(p);
 }
 
-static ae_expr *parse_eq(parser *p) { return parse_nonassoc(p, ops_eq, 2, parse_not); }
+static tl_aeon_expr *parse_eq(parser *p) { return parse_level(p, ops_eq, 2, parse_not, false); }
 
 /* Right-associative level for && and ||. */
-static ae_expr *parse_right(parser *p, tk tok, ae_binop op, ae_expr *(*operand)(parser *)) {
-    ae_expr *e = operand(p);
+static tl_aeon_expr *parse_right(parser *p, tk tok, tl_aeon_binop op, tl_aeon_expr *(*operand)(parser *)) {
+    tl_aeon_expr *e = operand(p);
     if (e && p->tok.kind == tok) {
         int line = p->tok.line, col = p->tok.col;
         if (lex_next(p) || !deeper(p))
             return NULL;
-        ae_expr *r = parse_right(p, tok, op, operand);
+        tl_aeon_expr *r = parse_right(p, tok, op, operand);
         p->depth--;
         if (!r)
             return NULL;
@@ -581,8 +523,8 @@ static ae_expr *parse_right(parser *p, tk tok, ae_binop op, ae_expr *(*operand)(
     return e;
 }
 
-static ae_expr *parse_and(parser *p) { return parse_right(p, TK_ANDAND, AE_OP_AND, parse_eq); }
-static ae_expr *parse_or(parser *p) { return parse_right(p, TK_OROR, AE_OP_OR, parse_and); }
+static tl_aeon_expr *parse_and(parser *p) { return parse_right(p, TK_ANDAND, TL_AEON_OP_AND, parse_eq); }
+static tl_aeon_expr *parse_or(parser *p) { return parse_right(p, TK_OROR, TL_AEON_OP_OR, parse_and); }
 
 static const char *parse_binder(parser *p) {
     if (p->tok.kind != TK_IDENT || strchr(p->tok.str, '.')) {
@@ -595,21 +537,21 @@ static const char *parse_binder(parser *p) {
     return name;
 }
 
-static ae_expr *parse_expr(parser *p) {
+static tl_aeon_expr *parse_expr(parser *p) {
     if (++p->depth > MAX_NESTING) {
         perr(p, TL_ERR_LIMIT, p->tok.line, p->tok.col, "expression nested deeper than %d", MAX_NESTING);
         return NULL;
     }
-    ae_expr *e = NULL;
+    tl_aeon_expr *e = NULL;
     token t = p->tok;
     if (check_capability_kw(p))
         return NULL;
     if (is_kw(p, "if")) {
         if (lex_next(p))
             return NULL;
-        ae_expr *c = parse_expr(p), *a = NULL, *b = NULL;
+        tl_aeon_expr *c = parse_expr(p), *a = NULL, *b = NULL;
         if (c && !expect_kw(p, "then") && (a = parse_expr(p)) && !expect_kw(p, "else") && (b = parse_expr(p))) {
-            if ((e = new_expr(p, AE_E_IF, t.line, t.col))) {
+            if ((e = new_expr(p, TL_AEON_E_IF, t.line, t.col))) {
                 e->a = c;
                 e->b = a;
                 e->c = b;
@@ -619,14 +561,14 @@ static ae_expr *parse_expr(parser *p) {
         if (lex_next(p))
             return NULL;
         const char *name = parse_binder(p);
-        ae_type ty = -1;
+        tl_aeon_type ty = -1;
         if (name && p->tok.kind == TK_COLON) {
-            ae_rtype rt;
+            tl_aeon_rtype rt;
             if (lex_next(p) || parse_type(p, &rt))
                 return NULL;
             ty = rt.ty;
         }
-        ae_expr *v = NULL, *body = NULL;
+        tl_aeon_expr *v = NULL, *body = NULL;
         if (name && !expect(p, TK_ASSIGN, "':='") && (v = parse_expr(p))) {
             if (is_kw(p, "in") || p->tok.kind == TK_SEMI) {
                 if (lex_next(p))
@@ -636,7 +578,7 @@ static ae_expr *parse_expr(parser *p) {
                 unexpected(p, "'in' or ';'");
             }
         }
-        if (body && (e = new_expr(p, AE_E_LET, t.line, t.col))) {
+        if (body && (e = new_expr(p, TL_AEON_E_LET, t.line, t.col))) {
             e->str = name;
             e->a = v;
             e->b = body;
@@ -646,16 +588,16 @@ static ae_expr *parse_expr(parser *p) {
         if (lex_next(p))
             return NULL;
         const char *name = parse_binder(p);
-        ae_type ty = -1;
+        tl_aeon_type ty = -1;
         if (name && p->tok.kind == TK_COLON) {
-            ae_rtype rt;
+            tl_aeon_rtype rt;
             if (lex_next(p) || parse_type(p, &rt))
                 return NULL;
             ty = rt.ty;
         }
-        ae_expr *body = NULL;
+        tl_aeon_expr *body = NULL;
         if (name && !expect(p, TK_DARROW, "'=>'") && (body = parse_expr(p))) {
-            if ((e = new_expr(p, AE_E_FUN, t.line, t.col))) {
+            if ((e = new_expr(p, TL_AEON_E_FUN, t.line, t.col))) {
                 e->str = name;
                 e->a = body;
                 e->ty = ty;
@@ -672,7 +614,7 @@ static ae_expr *parse_expr(parser *p) {
 
 /* T := Base | {x:T | pred} | (x:T) -> T | (T). Base names outside the
  * fragment (type variables, ADTs, List, ...) are capability errors. */
-static tl_status parse_type(parser *p, ae_rtype *out) {
+static tl_status parse_type(parser *p, tl_aeon_rtype *out) {
     memset(out, 0, sizeof *out);
     out->ty = -1;
     if (++p->depth > MAX_NESTING)
@@ -682,17 +624,17 @@ static tl_status parse_type(parser *p, ae_rtype *out) {
         return perr(p, TL_ERR_UNSUPPORTED, t.line, t.col, "polymorphism ('forall') is outside the supported Aeon fragment");
     if (t.kind == TK_IDENT) {
         static const char *base[] = {"Int", "Bool", "Float", "String", "Unit"};
-        for (int i = 0; i < AE_N_BASE; i++)
+        for (int i = 0; i < TL_AEON_N_BASE; i++)
             if (!strcmp(t.str, base[i]))
                 out->ty = i;
         if (out->ty < 0) {
             /* Not an error yet: a def using it is only filtered from contexts. */
-            out->ty = AE_T_UNSUPPORTED;
+            out->ty = TL_AEON_T_UNSUPPORTED;
             if (!p->unsupported) {
                 char msg[200];
                 snprintf(msg, sizeof msg, "%d:%d: type '%.60s' is outside the supported fragment", t.line, t.col,
                          t.str);
-                p->unsupported = ae_strndup(&p->prog->arena, msg, strlen(msg));
+                p->unsupported = tl_arena_strndup(p->prog->arena, msg, strlen(msg));
             }
         }
         p->depth--;
@@ -706,7 +648,7 @@ static tl_status parse_type(parser *p, ae_rtype *out) {
         out->binder = p->tok.str;
         if (lex_next(p) || expect(p, TK_COLON, "':'"))
             return p->st;
-        ae_rtype inner;
+        tl_aeon_rtype inner;
         if (parse_type(p, &inner) || expect(p, TK_BAR, "'|'"))
             return p->st;
         out->ty = inner.ty;
@@ -718,7 +660,7 @@ static tl_status parse_type(parser *p, ae_rtype *out) {
     if (t.kind == TK_LPAREN) {
         if (lex_next(p))
             return p->st;
-        ae_rtype arg;
+        tl_aeon_rtype arg;
         if (p->tok.kind == TK_IDENT) {
             /* (x:T) -> U, or a parenthesized base type (Int) */
             parser save = *p;
@@ -731,15 +673,15 @@ static tl_status parse_type(parser *p, ae_rtype *out) {
                     return unexpected(p, "'->' after a named parameter type");
                 if (lex_next(p))
                     return p->st;
-                ae_rtype res;
+                tl_aeon_rtype res;
                 if (parse_type(p, &res))
                     return p->st;
-                if (arg.ty == AE_T_UNSUPPORTED || res.ty == AE_T_UNSUPPORTED) {
-                    out->ty = AE_T_UNSUPPORTED;
+                if (arg.ty == TL_AEON_T_UNSUPPORTED || res.ty == TL_AEON_T_UNSUPPORTED) {
+                    out->ty = TL_AEON_T_UNSUPPORTED;
                     p->depth--;
                     return TL_OK;
                 }
-                out->ty = ae_type_arrow(&p->prog->types, arg.ty, res.ty);
+                out->ty = tl_aeon_type_arrow(&p->prog->types, arg.ty, res.ty);
                 if (out->ty < 0)
                     return perr(p, TL_ERR_LIMIT, t.line, t.col, "too many distinct types");
                 p->depth--;
@@ -760,7 +702,7 @@ static tl_status parse_type(parser *p, ae_rtype *out) {
 
 /* ---- program -------------------------------------------------------------- */
 
-static tl_status parse_decorator(parser *p, ae_decorator *d) {
+static tl_status parse_decorator(parser *p, tl_aeon_decorator *d) {
     d->line = p->tok.line;
     d->col = p->tok.col;
     if (lex_next(p))
@@ -788,7 +730,7 @@ static tl_status parse_decorator(parser *p, ae_decorator *d) {
     return expect(p, TK_RPAREN, "')'");
 }
 
-static tl_status parse_def(parser *p, ae_def *d, ae_decorator *decos, int n_decos) {
+static tl_status parse_def(parser *p, tl_aeon_def *d, tl_aeon_decorator *decos, int n_decos) {
     d->decos = decos;
     d->n_decos = n_decos;
     d->fn_type = -1;
@@ -809,14 +751,14 @@ static tl_status parse_def(parser *p, ae_def *d, ae_decorator *decos, int n_deco
             return unexpected(p, "a parameter name");
         if (d->n_params == cap) {
             cap = cap ? cap * 2 : 4;
-            ae_param *np = ae_alloc(&p->prog->arena, sizeof *np * (size_t)cap);
+            tl_aeon_param *np = tl_arena_alloc(p->prog->arena, sizeof *np * (size_t)cap);
             if (!np)
                 return perr(p, TL_ERR_NOMEM, d->line, d->col, "out of memory");
             if (d->n_params)
                 memcpy(np, d->params, sizeof *np * (size_t)d->n_params);
             d->params = np;
         }
-        ae_param *pa = &d->params[d->n_params++];
+        tl_aeon_param *pa = &d->params[d->n_params++];
         pa->name = p->tok.str;
         if (lex_next(p) || expect(p, TK_COLON, "':'") || parse_type(p, &pa->rt) || expect(p, TK_RPAREN, "')'"))
             return p->st;
@@ -839,12 +781,12 @@ static tl_status parse_def(parser *p, ae_def *d, ae_decorator *decos, int n_deco
     return TL_OK;
 }
 
-tl_status ae_parse_program(ae_program *prog, tl_error *err, ae_expr **hole_out) {
+tl_status tl_aeon_parse_program(tl_aeon_program *prog, tl_error *err, tl_aeon_expr **hole_out) {
     parser p = {.prog = prog, .src = prog->source, .len = prog->source_len, .line = 1, .col = 1, .err = err};
     if (lex_next(&p))
         return p.st;
     int cap = 0;
-    ae_decorator decos[64];
+    tl_aeon_decorator decos[64];
     int n_decos = 0;
     while (p.tok.kind != TK_EOF) {
         if (is_kw(&p, "import") || is_kw(&p, "open")) {
@@ -869,21 +811,21 @@ tl_status ae_parse_program(ae_program *prog, tl_error *err, ae_expr **hole_out) 
         if (is_kw(&p, "def")) {
             if (prog->n_defs == cap) {
                 cap = cap ? cap * 2 : 8;
-                ae_def *nd = ae_alloc(&prog->arena, sizeof *nd * (size_t)cap);
+                tl_aeon_def *nd = tl_arena_alloc(prog->arena, sizeof *nd * (size_t)cap);
                 if (!nd)
                     return perr(&p, TL_ERR_NOMEM, p.tok.line, p.tok.col, "out of memory");
                 if (prog->n_defs)
                     memcpy(nd, prog->defs, sizeof *nd * (size_t)prog->n_defs);
                 prog->defs = nd;
             }
-            ae_decorator *dc = NULL;
+            tl_aeon_decorator *dc = NULL;
             if (n_decos) {
-                dc = ae_alloc(&prog->arena, sizeof *dc * (size_t)n_decos);
+                dc = tl_arena_alloc(prog->arena, sizeof *dc * (size_t)n_decos);
                 if (!dc)
                     return perr(&p, TL_ERR_NOMEM, p.tok.line, p.tok.col, "out of memory");
                 memcpy(dc, decos, sizeof *dc * (size_t)n_decos);
             }
-            ae_def *d = &prog->defs[prog->n_defs];
+            tl_aeon_def *d = &prog->defs[prog->n_defs];
             memset(d, 0, sizeof *d);
             int holes_before = p.n_holes;
             if (parse_def(&p, d, dc, n_decos))
@@ -902,11 +844,11 @@ tl_status ae_parse_program(ae_program *prog, tl_error *err, ae_expr **hole_out) 
     return TL_OK;
 }
 
-tl_status ae_parse_expr(ae_program *prog, const char *text, size_t len, ae_expr **out, tl_error *err) {
+tl_status tl_aeon_parse_expr(tl_aeon_program *prog, const char *text, size_t len, tl_aeon_expr **out, tl_error *err) {
     parser p = {.prog = prog, .src = text, .len = len, .line = 1, .col = 1, .err = err};
     if (lex_next(&p))
         return p.st;
-    ae_expr *e = parse_expr(&p);
+    tl_aeon_expr *e = parse_expr(&p);
     if (!e)
         return p.st ? p.st : tl_error_set(err, TL_ERR_INTERNAL, "aeon: parse failed");
     if (p.tok.kind != TK_EOF)

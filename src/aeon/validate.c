@@ -16,7 +16,7 @@
 #define MAX_SAMPLES 64
 
 /* Keeps the first failure message (truncated to fit). */
-static void note(ae_validation *v, const char *what, const char *detail) {
+static void note(tl_aeon_validation *v, const char *what, const char *detail) {
     if (v->message[0])
         return;
     size_t cap = sizeof v->message;
@@ -26,30 +26,30 @@ static void note(ae_validation *v, const char *what, const char *detail) {
 }
 
 /* Sample values for one parameter type; returns the count. */
-static int samples_for(ae_type t, ae_scalar *out) {
+static int samples_for(tl_aeon_type t, tl_aeon_scalar *out) {
     static const int64_t ints[] = {0, 1, -1, 2, 5, 10, -7, 100};
     static const double floats[] = {0.0, 1.5, -2.0, 10.0};
     static const char *strs[] = {"", "a", "abc"};
     int n = 0;
     switch (t) {
-    case AE_T_INT:
+    case TL_AEON_T_INT:
         for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-            out[n++] = (ae_scalar){AE_V_INT, ints[i], 0, NULL, 0};
+            out[n++] = (tl_aeon_scalar){TL_AEON_V_INT, ints[i], 0, NULL, 0};
         break;
-    case AE_T_BOOL:
-        out[n++] = (ae_scalar){AE_V_BOOL, 0, 0, NULL, 0};
-        out[n++] = (ae_scalar){AE_V_BOOL, 1, 0, NULL, 0};
+    case TL_AEON_T_BOOL:
+        out[n++] = (tl_aeon_scalar){TL_AEON_V_BOOL, 0, 0, NULL, 0};
+        out[n++] = (tl_aeon_scalar){TL_AEON_V_BOOL, 1, 0, NULL, 0};
         break;
-    case AE_T_FLOAT:
+    case TL_AEON_T_FLOAT:
         for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
-            out[n++] = (ae_scalar){AE_V_FLOAT, 0, floats[i], NULL, 0};
+            out[n++] = (tl_aeon_scalar){TL_AEON_V_FLOAT, 0, floats[i], NULL, 0};
         break;
-    case AE_T_STRING:
+    case TL_AEON_T_STRING:
         for (size_t i = 0; i < 3; i++)
-            out[n++] = (ae_scalar){AE_V_STRING, 0, 0, strs[i], strlen(strs[i])};
+            out[n++] = (tl_aeon_scalar){TL_AEON_V_STRING, 0, 0, strs[i], strlen(strs[i])};
         break;
-    case AE_T_UNIT:
-        out[n++] = (ae_scalar){AE_V_UNIT, 0, 0, NULL, 0};
+    case TL_AEON_T_UNIT:
+        out[n++] = (tl_aeon_scalar){TL_AEON_V_UNIT, 0, 0, NULL, 0};
         break;
     default: /* function parameters: no samples */
         break;
@@ -58,14 +58,14 @@ static int samples_for(ae_type t, ae_scalar *out) {
 }
 
 /* Refinement checks of the hole's def on sample inputs. */
-static void check_refinements(ae_program *p, const ae_expr *cand, ae_validation *v) {
-    const ae_def *d = &p->defs[p->hole_def];
+static void check_refinements(tl_aeon_program *p, const tl_aeon_expr *cand, tl_aeon_validation *v) {
+    const tl_aeon_def *d = &p->defs[p->hole_def];
     bool any_pred = d->result.pred != NULL;
     for (int i = 0; i < d->n_params; i++)
         any_pred |= d->params[i].rt.pred != NULL;
     if (!any_pred || d->n_params > 8)
         return;
-    ae_scalar vals[8][8];
+    tl_aeon_scalar vals[8][8];
     int counts[8], idx[8] = {0};
     for (int i = 0; i < d->n_params; i++) {
         counts[i] = samples_for(d->params[i].rt.ty, vals[i]);
@@ -74,22 +74,22 @@ static void check_refinements(ae_program *p, const ae_expr *cand, ae_validation 
     }
     tl_error err;
     for (int s = 0; s < MAX_SAMPLES; s++) {
-        ae_scalar args[8];
+        tl_aeon_scalar args[8];
         for (int i = 0; i < d->n_params; i++)
             args[i] = vals[i][idx[i]];
         bool admissible = true;
         for (int i = 0; i < d->n_params && admissible; i++) {
             bool holds;
-            if (ae_eval_pred(p, &d->params[i].rt, &args[i], args, cand, EVAL_FUEL, &holds, &err) || !holds)
+            if (tl_aeon_eval_pred(p, &d->params[i].rt, &args[i], args, cand, EVAL_FUEL, &holds, &err) || !holds)
                 admissible = false;
         }
         if (admissible) {
-            ae_scalar res;
+            tl_aeon_scalar res;
             bool holds = false;
             v->refinement_checks++;
-            if (ae_eval_call_hole_def(p, args, cand, EVAL_FUEL, &res, &err)) {
+            if (tl_aeon_eval_call_hole_def(p, args, cand, EVAL_FUEL, &res, &err)) {
                 note(v, "evaluation failed: ", err.msg);
-            } else if (ae_eval_pred(p, &d->result, &res, args, cand, EVAL_FUEL, &holds, &err)) {
+            } else if (tl_aeon_eval_pred(p, &d->result, &res, args, cand, EVAL_FUEL, &holds, &err)) {
                 note(v, "refinement evaluation failed: ", err.msg);
             } else if (!holds) {
                 note(v, "the result refinement is violated on a sample input", "");
@@ -106,35 +106,35 @@ static void check_refinements(ae_program *p, const ae_expr *cand, ae_validation 
     }
 }
 
-tl_status ae_validate(ae_program *p, const char *candidate, size_t len, ae_validation *v, tl_error *err) {
+tl_status tl_aeon_validate(tl_aeon_program *p, const char *candidate, size_t len, tl_aeon_validation *v, tl_error *err) {
     memset(v, 0, sizeof *v);
-    ae_expr *cand;
+    tl_aeon_expr *cand;
     tl_error local;
-    if (ae_parse_expr(p, candidate, len, &cand, &local)) {
+    if (tl_aeon_parse_expr(p, candidate, len, &cand, &local)) {
         note(v, "", local.msg);
         return TL_OK;
     }
     v->parsed = true;
-    if (ae_check_candidate(p, cand, &local)) {
+    if (tl_aeon_check_candidate(p, cand, &local)) {
         note(v, "", local.msg);
         return TL_OK;
     }
     v->typed = true;
     check_refinements(p, cand, v);
-    const ae_def *d = &p->defs[p->hole_def];
+    const tl_aeon_def *d = &p->defs[p->hole_def];
     for (int i = 0; i < d->n_decos; i++) {
-        const ae_decorator *dc = &d->decos[i];
+        const tl_aeon_decorator *dc = &d->decos[i];
         if (!dc->arg)
             continue;
         bool is_example = !strcmp(dc->name, "example");
         bool minimize = !strncmp(dc->name, "minimize", 8), maximize = !strncmp(dc->name, "maximize", 8);
         if (!is_example && !minimize && !maximize)
             continue;
-        ae_scalar r;
-        tl_status st = ae_eval_closed(p, dc->arg, cand, EVAL_FUEL, &r, &local);
+        tl_aeon_scalar r;
+        tl_status st = tl_aeon_eval_closed(p, dc->arg, cand, EVAL_FUEL, &r, &local);
         if (is_example) {
             v->examples_total++;
-            if (st || r.kind != AE_V_BOOL || !r.i) {
+            if (st || r.kind != TL_AEON_V_BOOL || !r.i) {
                 v->examples_failed++;
                 char where[64];
                 snprintf(where, sizeof where, "@example at %d:%d", dc->line, dc->col);
@@ -142,12 +142,12 @@ tl_status ae_validate(ae_program *p, const char *candidate, size_t len, ae_valid
             }
             continue;
         }
-        if (v->n_objectives == AE_MAX_OBJECTIVES)
+        if (v->n_objectives == TL_AEON_MAX_OBJECTIVES)
             continue;
         double x = 1e300; /* an objective that cannot be evaluated is the worst value */
-        if (!st && r.kind == AE_V_INT)
+        if (!st && r.kind == TL_AEON_V_INT)
             x = (double)r.i;
-        else if (!st && r.kind == AE_V_FLOAT)
+        else if (!st && r.kind == TL_AEON_V_FLOAT)
             x = r.f;
         v->objectives[v->n_objectives++] = maximize && x != 1e300 ? -x : x;
     }
@@ -156,7 +156,7 @@ tl_status ae_validate(ae_program *p, const char *candidate, size_t len, ae_valid
     return TL_OK;
 }
 
-static bool dominates(const ae_validation *a, const ae_validation *b) {
+static bool dominates(const tl_aeon_validation *a, const tl_aeon_validation *b) {
     bool strictly = a->examples_failed < b->examples_failed;
     if (a->examples_failed > b->examples_failed)
         return false;
@@ -170,7 +170,7 @@ static bool dominates(const ae_validation *a, const ae_validation *b) {
     return strictly;
 }
 
-int ae_pareto_pick(const ae_validation *vs, int n, uint64_t seed) {
+int tl_aeon_pareto_pick(const tl_aeon_validation *vs, int n, uint64_t seed) {
     int front[256], nf = 0;
     for (int i = 0; i < n && nf < 256; i++) {
         if (!vs[i].typed || !vs[i].refinements_ok)

@@ -32,18 +32,18 @@ int tl_cmd_oracle(int argc, char **argv) {
     if (!file || (!prefix && !prefix_file))
         return tl_opt_fail(&cmd, "need -f/--file F.ae and a prefix (-p/--prefix TEXT or --prefix-file P)");
     tl_error err = {0};
-    ae_program *prog = NULL;
-    ae_scope *scope = NULL;
-    ae_engine *eng = NULL;
+    tl_aeon_program *prog = NULL;
+    tl_aeon_scope *scope = NULL;
+    tl_aeon_engine *eng = NULL;
     char *pdata = NULL;
     size_t plen = 0;
     int rc = 1;
-    if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
+    if (tl_aeon_program_load_file(file, &prog, &err) || tl_aeon_scope_new(prog, &scope, &err)) {
         tl_cli_error("oracle", err.msg);
         goto done;
     }
-    ae_oracle_limits lim = {.max_states = max_states};
-    if (ae_engine_new(scope, &lim, &eng, &err)) {
+    tl_aeon_oracle_limits lim = {.max_states = max_states};
+    if (tl_aeon_engine_new(scope, &lim, &eng, &err)) {
         tl_cli_error("oracle", err.msg);
         goto done;
     }
@@ -57,35 +57,35 @@ int tl_cmd_oracle(int argc, char **argv) {
     }
     if (show_context) {
         tl_strbuf sb = TL_STRBUF_INIT;
-        ae_scope_describe(scope, &sb);
-        printf("goal: %s\ncontext:\n%s", ae_scope_goal_text(scope), tl_strbuf_cstr(&sb));
+        tl_aeon_scope_describe(scope, &sb);
+        printf("goal: %s\ncontext:\n%s", tl_aeon_scope_goal_text(scope), tl_strbuf_cstr(&sb));
         tl_strbuf_free(&sb);
     }
-    ae_state *s0 = ae_state_initial();
-    ae_state *st = s0 ? ae_state_advance(s0, pdata ? pdata : prefix, plen) : NULL;
-    ae_state_free(s0);
+    tl_aeon_state *s0 = tl_aeon_state_initial();
+    tl_aeon_state *st = s0 ? tl_aeon_state_advance(s0, pdata ? pdata : prefix, plen) : NULL;
+    tl_aeon_state_free(s0);
     if (!st) {
         fprintf(stderr, "typellm oracle: out of memory\n");
         goto done;
     }
     tl_strbuf wit = TL_STRBUF_INIT;
-    ae_query_stats qs;
+    tl_aeon_query_stats qs;
     double t0 = tl_now_s();
-    ae_verdict v = ae_completion_status(eng, st, &wit, &qs);
+    tl_aeon_verdict v = tl_aeon_completion_status(eng, st, &wit, &qs);
     double dt = tl_now_s() - t0;
-    printf("%s\n", ae_verdict_name(v));
-    if (v == AE_LIVE)
+    printf("%s\n", tl_aeon_verdict_name(v));
+    if (v == TL_AEON_LIVE)
         printf("witness: %s\naccepting: %s\n", tl_strbuf_cstr(&wit), wit.len == st->len ? "yes" : "no");
-    else if (v == AE_UNKNOWN)
+    else if (v == TL_AEON_UNKNOWN)
         printf("reason: %s\n", tl_strbuf_cstr(&wit));
     printf("work: %lld states, %.1f us\n", (long long)qs.work, dt * 1e6);
-    rc = v == AE_LIVE ? 0 : v == AE_DEAD ? 3 : 4;
+    rc = v == TL_AEON_LIVE ? 0 : v == TL_AEON_DEAD ? 3 : 4;
     tl_strbuf_free(&wit);
-    ae_state_free(st);
+    tl_aeon_state_free(st);
 done:
     free(pdata);
-    ae_engine_free(eng);
-    ae_scope_free(scope);
-    ae_program_free(prog);
+    tl_aeon_engine_free(eng);
+    tl_aeon_scope_free(scope);
+    tl_aeon_program_free(prog);
     return rc;
 }

@@ -1,8 +1,8 @@
 /* cmd_synth.c: `typellm synth FILE.ae --model M.gguf`: fills the hole of an
- * Aeon program with type-constrained decoding (src/aeon/sampler.h), validates
- * each attempt independently (src/aeon/validate.c) and prints the completed
- * program chosen from the Pareto front, or an explicit exhaustion report.
- * One monotonic deadline (--budget) covers model loading, every forward pass,
+ * Aeon program with the library's synthesis (typellm/aeon_synth.h:
+ * type-constrained attempts, independent validation, the Pareto choice) and
+ * prints the completed program, or an explicit exhaustion report. One
+ * monotonic deadline (--budget) covers model loading, every forward pass,
  * every oracle query, validation and evaluation. */
 #include <jansson.h>
 #include <stdio.h>
@@ -11,46 +11,6 @@
 
 #include "typellm/typellm.h"
 #include "cli/cli.h"
-
-/* The prompt: guidance from @prompt / @doc, the hole's context and goal, and the program. */
-static void build_prompt(const ae_program *p, const ae_scope *scope, tl_strbuf *out) {
-    const ae_def *d = &p->defs[p->hole_def];
-    tl_strbuf_printf(out, "Complete the Aeon program: replace the hole ?%s in `%s` with an expression.\n",
-                     p->hole->str, d->name);
-    for (int i = 0; i < d->n_decos; i++)
-        if (d->decos[i].text && (!strcmp(d->decos[i].name, "prompt") || !strcmp(d->decos[i].name, "doc")))
-            tl_strbuf_printf(out, "%s\n", d->decos[i].text);
-    tl_strbuf_puts(out, "Names in scope at the hole:\n");
-    tl_strbuf ctx = TL_STRBUF_INIT;
-    ae_scope_describe(scope, &ctx);
-    tl_strbuf_puts(out, tl_strbuf_cstr(&ctx));
-    tl_strbuf_free(&ctx);
-    tl_strbuf_printf(out, "The expression must have type %s.\n\n", ae_scope_goal_text(scope));
-    tl_strbuf_append(out, p->source, p->source_len);
-    tl_strbuf_printf(out, "\n\n?%s := ", p->hole->str);
-}
-
-/* The program with the hole's text replaced by the candidate. */
-static char *splice(const ae_program *p, const char *cand, size_t len) {
-    tl_strbuf sb = TL_STRBUF_INIT;
-    size_t off = (size_t)p->hole->ival;
-    tl_strbuf_append(&sb, p->source, off);
-    tl_strbuf_putc(&sb, '(');
-    tl_strbuf_append(&sb, cand, len);
-    tl_strbuf_putc(&sb, ')');
-    tl_strbuf_append(&sb, p->source + off + p->hole->str_len, p->source_len - off - p->hole->str_len);
-    return tl_strbuf_detach(&sb);
-}
-
-static json_t *validation_json(const ae_validation *v) {
-    json_t *objs = json_array();
-    for (int i = 0; i < v->n_objectives; i++)
-        json_array_append_new(objs, json_real(v->objectives[i]));
-    return json_pack("{s:b,s:b,s:b,s:i,s:i,s:i,s:i,s:o,s:s}", "parsed", v->parsed, "typed", v->typed,
-                     "refinements_ok", v->refinements_ok, "refinement_checks", v->refinement_checks,
-                     "refinement_failures", v->refinement_failures, "examples_total", v->examples_total,
-                     "examples_failed", v->examples_failed, "objectives", objs, "message", v->message);
-}
 
 int tl_cmd_synth(int argc, char **argv) {
     const char *file = NULL, *report_path = NULL, *model_path = NULL, *device = "cpu";
@@ -113,30 +73,14 @@ int tl_cmd_synth(int argc, char **argv) {
     }
     double t_start = tl_now_s(), deadline = t_start + budget;
     tl_error err = {0};
-    ae_program *prog = NULL;
-    ae_scope *scope = NULL;
-    ae_engine *eng = NULL;
+    tl_aeon_program *prog = NULL;
     tl_model *model = NULL;
     tl_backend *be = NULL;
-    int32_t *prompt_ids = NULL;
-    size_t n_prompt = 0;
-    ae_validation *vals = calloc((size_t)attempts, sizeof *vals);
-    char **texts = calloc((size_t)attempts, sizeof *texts);
-    size_t *text_lens = calloc((size_t)attempts, sizeof *text_lens);
-    json_t *report = json_object(), *jattempts = json_array();
-    int rc = 1, n_done = 0;
-    const char *status = "error";
-    tl_strbuf prompt = TL_STRBUF_INIT;
-    if (!vals || !texts || !text_lens) {
-        fprintf(stderr, "typellm synth: out of memory\n");
-        goto done;
-    }
-    if (ae_program_load_file(file, &prog, &err) || ae_scope_new(prog, &scope, &err)) {
-        tl_cli_error("synth", err.msg);
-        goto done;
-    }
-    ae_oracle_limits lim = {.max_states = max_states, .deadline = deadline};
-    if (ae_engine_new(scope, &lim, &eng, &err)) {
+    tl_aeon_synth_result res = {0};
+    json_t *report = NULL;
+    int rc = 1;
+    tl_status st = TL_OK;
+    if (tl_aeon_program_load_file(file, &prog, &err)) {
         tl_cli_error("synth", err.msg);
         goto done;
     }
@@ -148,93 +92,44 @@ int tl_cmd_synth(int argc, char **argv) {
         tl_cli_error("synth", err.msg);
         goto done;
     }
-    build_prompt(prog, scope, &prompt);
-    if (tl_backend_tokenize(be, prompt.buf, prompt.len, true, false, &prompt_ids, &n_prompt, &err)) {
+    tl_aeon_synth_params params = {.temperature = temperature, .seed = seed, .max_tokens = (int)max_tokens,
+                                   .max_probes = (int)max_probes, .top_k = (int)top_k, .attempts = (int)attempts,
+                                   .max_states = max_states, .deadline = deadline,
+                                   .n_ctx = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(model)};
+    st = tl_aeon_synth(be, prog, &params, &res, &err);
+    if (st)
         tl_cli_error("synth", err.msg);
+    char *text = tl_aeon_synth_result_to_json(prog, &res);
+    report = text ? json_loads(text, 0, NULL) : NULL;
+    tl_free(text);
+    if (!report) {
+        fprintf(stderr, "typellm synth: out of memory\n");
         goto done;
     }
-    int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(model);
-    if (ctx_len > 0 && n_prompt + (size_t)max_tokens + 1 > (size_t)ctx_len) {
-        /* keep the prompt's tail: the hole and its context come last */
-        size_t keep = (size_t)ctx_len > (size_t)max_tokens + 2 ? (size_t)ctx_len - (size_t)max_tokens - 1 : 1;
-        if (keep < n_prompt) {
-            memmove(prompt_ids + 1, prompt_ids + (n_prompt - keep + 1), sizeof *prompt_ids * (keep - 1));
-            n_prompt = keep;
-        }
-    }
-    status = "exhausted";
-    for (int a = 0; a < attempts; a++) {
-        if (tl_now_s() > deadline) {
-            status = "deadline";
-            break;
-        }
-        /* Retries after a failed attempt sample: a greedy rerun would repeat it. */
-        double temp = temperature > 0 || a == 0 ? temperature : 0.8;
-        ae_sampler_config cfg = {.temperature = temp, .seed = seed + (uint64_t)a, .max_tokens = max_tokens,
-                                 .max_probes = max_probes, .top_k = top_k, .deadline = deadline};
-        ae_attempt at;
-        if (ae_sample_attempt(be, eng, prompt_ids, n_prompt, &cfg, &at, &err)) {
-            fprintf(stderr, "typellm synth: attempt %d: %s\n", a, err.msg);
-            goto done;
-        }
-        json_t *jt = json_array();
-        for (int i = 0; i < at.n_tokens; i++)
-            json_array_append_new(jt, json_integer(at.tokens[i]));
-        json_t *ja = json_pack("{s:i,s:I,s:f,s:s,s:s#,s:o,s:i,s:I,s:I,s:I,s:I,s:f,s:f}", "attempt", a, "seed",
-                               (json_int_t)(seed + (uint64_t)a), "temperature", temp, "end", ae_attempt_end_name(at.end),
-                               "text", at.text ? at.text : "", at.text ? (int)at.text_len : 0, "tokens", jt,
-                               "tokens_committed", at.n_tokens, "probes", (json_int_t)at.counts.probes,
-                               "rejected_probes", (json_int_t)at.counts.rejected, "unknown_probes",
-                               (json_int_t)at.counts.unknown, "excluded_probes", (json_int_t)at.counts.excluded,
-                               "oracle_s", at.counts.oracle_s, "model_s", at.model_s);
-        bool at_complete = at.end == AE_END_COMPLETE && tl_now_s() <= deadline;
-        if (at_complete) {
-            ae_validate(prog, at.text, at.text_len, &vals[n_done], &err);
-            json_object_set_new(ja, "validation", validation_json(&vals[n_done]));
-            texts[n_done] = at.text;
-            text_lens[n_done] = at.text_len;
-            at.text = NULL;
-            n_done++;
-        }
-        json_array_append_new(jattempts, ja);
-        ae_attempt_free(&at);
-        const ae_validation *last = n_done ? &vals[n_done - 1] : NULL;
-        bool completed_now = json_array_size(jattempts) > 0 && at_complete;
-        if (completed_now && last->typed && last->refinements_ok && last->examples_failed == 0 &&
-            last->n_objectives == 0)
-            break; /* nothing left to improve */
-    }
-    int pick = n_done ? ae_pareto_pick(vals, n_done, seed) : -1;
-    if (pick >= 0 && tl_now_s() <= deadline) {
-        char *program = splice(prog, texts[pick], text_lens[pick]);
-        printf("%s", program ? program : "");
-        if (program && program[0] && program[strlen(program) - 1] != '\n')
+    if (!st && res.program) {
+        printf("%s", res.program);
+        if (res.program[0] && res.program[strlen(res.program) - 1] != '\n')
             printf("\n");
-        json_object_set_new(report, "program", json_string(program ? program : ""));
-        json_object_set_new(report, "chosen_attempt_text", json_stringn(texts[pick], text_lens[pick]));
-        free(program);
-        status = "ok";
         rc = 0;
-    } else {
-        if (pick >= 0)
-            status = "deadline";
-        fprintf(stderr, "typellm synth: no validated program (%s) after %zu attempts; see the report\n", status,
-                json_array_size(jattempts));
+    } else if (!st) {
+        fprintf(stderr, "typellm synth: no validated program (%s) after %d attempts; see the report\n", res.status,
+                res.n_attempts);
     }
 done:
-    json_object_set_new(report, "status", json_string(status));
-    json_object_set_new(report, "file", json_string(file ? file : ""));
-    json_object_set_new(report, "model", json_string(model_path ? model_path : ""));
-    if (scope)
-        json_object_set_new(report, "goal", json_string(ae_scope_goal_text(scope)));
-    json_object_set_new(report, "attempts", jattempts);
-    json_object_set_new(report, "prompt_tokens", json_integer((json_int_t)n_prompt));
+    if (!report)
+        report = json_pack("{s:s,s:[]}", "status", "error", "attempts");
+    else if (st)
+        json_object_set_new(report, "status", json_string("error"));
+    json_object_set_new(report, "file", json_string(file));
+    json_object_set_new(report, "model", json_string(model_path));
     json_object_set_new(report, "elapsed_s", json_real(tl_now_s() - t_start));
     json_object_set_new(report, "budget_s", json_real(budget));
     if (rc != 0 && err.msg[0])
         json_object_set_new(report, "error", json_string(err.msg));
     if (report_path) {
-        char *js = json_dumps(report, JSON_INDENT(2) | JSON_SORT_KEYS);
+        char *dumped = json_dumps(report, JSON_INDENT(2) | JSON_SORT_KEYS);
+        char *js = dumped ? tl_json_shorten_reals(dumped) : NULL;
+        free(dumped);
         FILE *f = strcmp(report_path, "-") ? fopen(report_path, "w") : stdout;
         if (!f || !js) {
             fprintf(stderr, "typellm synth: cannot write report %s\n", report_path);
@@ -244,20 +139,12 @@ done:
             if (f != stdout)
                 fclose(f);
         }
-        free(js);
+        tl_free(js);
     }
     json_decref(report);
-    for (int i = 0; texts && i < attempts; i++)
-        free(texts[i]);
-    free(texts);
-    free(text_lens);
-    free(vals);
-    free(prompt_ids);
-    tl_strbuf_free(&prompt);
+    tl_aeon_synth_result_free(&res);
     tl_backend_free(be);
     tl_model_free(model);
-    ae_engine_free(eng);
-    ae_scope_free(scope);
-    ae_program_free(prog);
+    tl_aeon_program_free(prog);
     return rc;
 }

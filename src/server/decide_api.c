@@ -170,6 +170,13 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
         reply_json(r, f.status, f.body);
         return;
     }
+    tl_error err = {0};
+    tl_status st = server_check_prompt(s, "context", dr.context, dr.context_len, &err);
+    if (st != TL_OK) {
+        reply_status_error(r, st, json_pack("[s,s]", "body", "context"), err.msg);
+        decide_request_free(&dr);
+        return;
+    }
     if (!tl_server_slot_acquire(s)) {
         r->retry_after_s = 1;
         reply_typed_error(r, 429, "overloaded_error", "the server is busy; retry shortly");
@@ -184,8 +191,7 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     opts.seed = dr.seed;
     opts.threshold = dr.threshold;
     json_t *result = NULL;
-    tl_error err = {0};
-    tl_status st = server_decide(s, req, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
+    st = server_decide(s, req, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
     tl_server_slot_release(s);
     if (st == TL_OK) {
         reply_json(r, 200, result);

@@ -406,7 +406,7 @@ bool od_request_parse(const char *body, size_t len, int max_questions, od_reques
     }
     out->questions = calloc(nq, sizeof *out->questions);
     if (!out->questions) {
-        fail_openai(f, 413, "questions", NULL, "out of memory");
+        fail_openai(f, http_status_for(TL_ERR_NOMEM, HTTP_API_OPENAI), "questions", NULL, "out of memory");
         goto bad;
     }
     for (size_t i = 0; i < nq; i++) {
@@ -536,6 +536,25 @@ bool decision_read_probs(const json_t *field, const char *const *keys, size_t n,
     return true;
 }
 
+bool decision_question_answer(const json_t *result, size_t i, const char *const *keys, size_t n, double *p,
+                              question_answer *qa, tl_error *err) {
+    char fkey[32];
+    snprintf(fkey, sizeof fkey, "q%zu", i);
+    qa->field = json_object_get(json_object_get(result, "fields"), fkey);
+    if (!qa->field)
+        return tl_error_set(err, TL_ERR_INTERNAL, "decide result lacks field %s", fkey), false;
+    if (!decision_read_probs(qa->field, keys, n, p, err))
+        return false;
+    qa->best = 0;
+    qa->mean = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k] > p[qa->best])
+            qa->best = k;
+        qa->mean += (double)k * p[k];
+    }
+    return true;
+}
+
 /* prompt_token_ids and label_token_ids (in the answer's option order) of one
  * field (return_prompt_token_ids). */
 static void add_token_ids(json_t *a, const json_t *field, const od_question *q, const char *const *keys) {
@@ -558,44 +577,31 @@ static void add_token_ids(json_t *a, const json_t *field, const od_question *q, 
 }
 
 bool od_build_answers(const od_request *r, const json_t *result, json_t **answers_out, tl_error *err) {
-    const json_t *fields = json_object_get(result, "fields");
-    if (!json_is_object(fields))
-        return tl_error_set(err, TL_ERR_INTERNAL, "decide result has no fields object"), false;
     json_t *answers = json_array();
     double p[OD_MAX_OPTIONS];
     const char *keys[OD_MAX_OPTIONS];
     char kbuf[OD_MAX_OPTIONS][32];
     for (size_t i = 0; i < r->n_questions; i++) {
         const od_question *q = &r->questions[i];
-        char fkey[32];
-        snprintf(fkey, sizeof fkey, "q%zu", i);
-        const json_t *field = json_object_get(fields, fkey);
-        if (!field) {
-            json_decref(answers);
-            return tl_error_set(err, TL_ERR_INTERNAL, "decide result lacks field %s", fkey), false;
-        }
-        json_t *name = q->name ? json_string(q->name) : json_null();
-        json_t *a;
+        size_t n = q->type == OD_PREDICATE ? 2 : q->n_options;
         if (q->type == OD_PREDICATE) {
             keys[0] = "true";
             keys[1] = "false";
-            if (!decision_read_probs(field, keys, 2, p, err))
-                goto fail;
-            a = json_pack("{s:s,s:o,s:f}", "type", "predicate", "name", name, "probability", p[0]);
         } else {
-            size_t n = q->n_options;
             for (size_t k = 0; k < n; k++)
                 keys[k] = option_key(q, k, kbuf[k]);
-            if (!decision_read_probs(field, keys, n, p, err))
-                goto fail;
-            size_t best = 0;
-            double mean = 0;
+        }
+        question_answer qa;
+        if (!decision_question_answer(result, i, keys, n, p, &qa, err))
+            goto fail;
+        json_t *name = q->name ? json_string(q->name) : json_null();
+        json_t *a;
+        if (q->type == OD_PREDICATE) {
+            a = json_pack("{s:s,s:o,s:f}", "type", "predicate", "name", name, "probability", p[0]);
+        } else {
             json_t *probs = json_array();
             for (size_t k = 0; k < n; k++) {
                 const json_t *o = json_array_get(q->options, k);
-                if (p[k] > p[best])
-                    best = k;
-                mean += (double)k * p[k];
                 if (q->type == OD_CHOICE)
                     json_array_append_new(probs, json_pack("{s:O,s:f}", "value", json_object_get(o, "value"),
                                                            "probability", p[k]));
@@ -605,15 +611,15 @@ bool od_build_answers(const od_request *r, const json_t *result, json_t **answer
             }
             if (q->type == OD_CHOICE)
                 a = json_pack("{s:s,s:o,s:O,s:f,s:o}", "type", "choice", "name", name, "choice",
-                              json_object_get(json_array_get(q->options, best), "value"), "confidence",
+                              json_object_get(json_array_get(q->options, qa.best), "value"), "confidence",
                               so_choice_confidence(p, n), "probabilities", probs);
             else
-                a = json_pack("{s:s,s:o,s:f,s:f,s:o}", "type", "score", "name", name, "score", mean, "confidence",
+                a = json_pack("{s:s,s:o,s:f,s:f,s:o}", "type", "score", "name", name, "score", qa.mean, "confidence",
                               so_score_confidence(p, n), "probabilities", probs);
         }
-        json_object_set_new(a, "label_mass", json_real(decision_label_mass(field)));
+        json_object_set_new(a, "label_mass", json_real(decision_label_mass(qa.field)));
         if (r->return_prompt_token_ids)
-            add_token_ids(a, field, q, keys);
+            add_token_ids(a, qa.field, q, keys);
         json_array_append_new(answers, a);
     }
     *answers_out = answers;
@@ -624,19 +630,6 @@ fail:
 }
 
 /* ---- handler ------------------------------------------------------------------ */
-
-/* OpenAI's error type and code for a status from the model path. */
-static void reply_decide_failure(tl_http_reply *r, tl_status st, const char *msg) {
-    int code = http_status_for(st, HTTP_API_TYPED);
-    if (st == TL_ERR_LIMIT)
-        reply_openai_error(r, 400, "invalid_request_error", "input", "context_length_exceeded", "%s", msg);
-    else if (code == 422 || code == 400)
-        reply_openai_error(r, 422, "invalid_request_error", "questions", "undecidable", "%s", msg);
-    else if (code == 504)
-        reply_openai_error(r, 504, "timeout_error", NULL, "timeout", "%s", msg);
-    else
-        reply_openai_error(r, code, "server_error", NULL, NULL, "%s", msg);
-}
 
 void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     od_request dr;
@@ -653,16 +646,9 @@ void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r
                            "The model '%s' does not exist; this server serves '%s' (GET /v1/models)", dr.model, served);
         goto out;
     }
-    size_t n_tok = 0;
-    tl_status st = server_count_tokens(s, dr.input, dr.input_len, &n_tok, &err);
-    if (st == TL_ERR_LIMIT || (st == TL_OK && n_tok > (size_t)s->p.max_tokens)) {
-        reply_openai_error(r, 400, "invalid_request_error", "input", "context_length_exceeded",
-                           "the input is %s%zu tokens; this server accepts %d per request (--max-tokens, --ctx-size)",
-                           st == TL_ERR_LIMIT ? "at least " : "", n_tok, s->p.max_tokens);
-        goto out;
-    }
+    tl_status st = server_check_prompt(s, "input", dr.input, dr.input_len, &err);
     if (st != TL_OK) {
-        reply_openai_error(r, 400, "invalid_request_error", "input", NULL, "input: %s", err.msg);
+        reply_openai_status_error(r, st, "input", err.msg);
         goto out;
     }
     if (!tl_server_slot_acquire(s)) {
@@ -679,11 +665,12 @@ void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r
     st = server_decide(s, req, dr.input, dr.input_len, schema, &opts, &result, &err);
     tl_server_slot_release(s);
     if (st != TL_OK) {
-        reply_decide_failure(r, st, err.msg);
+        /* the input past the context is the input's fault, anything else the questions' */
+        reply_openai_status_error(r, st, st == TL_ERR_LIMIT ? "input" : "questions", err.msg);
         goto out;
     }
     if (!od_build_answers(&dr, result, &answers, &err)) {
-        reply_openai_error(r, 500, "server_error", NULL, NULL, "%s", err.msg);
+        reply_openai_status_error(r, err.code, NULL, err.msg);
         goto out;
     }
     const json_t *u = json_object_get(result, "usage");

@@ -13,20 +13,11 @@
 
 void tl_http_reply_free(tl_http_reply *r) { tl_strbuf_free(&r->body); }
 
-char *server_json_dumps(const json_t *j, size_t flags) {
-    char *text = json_dumps(j, (flags & ~(size_t)JSON_REAL_PRECISION(31)) | JSON_REAL_PRECISION(17));
-    if (!text)
-        return NULL;
-    char *s = tl_json_shorten_reals(text);
-    free(text);
-    return s;
-}
-
 void reply_json(tl_http_reply *r, int status, json_t *j) {
     r->status = status;
     r->content_type = "application/json";
     tl_strbuf_clear(&r->body);
-    char *text = j ? server_json_dumps(j, JSON_COMPACT) : NULL;
+    char *text = j ? tl_json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         tl_strbuf_puts(&r->body, text);
         free(text);
@@ -104,39 +95,56 @@ json_t *openai_error_body(const char *type, const char *param, const char *code,
 }
 
 /* The one map from a library status to HTTP. The typed APIs (/v1/decide,
- * /v1/systemone) answer every bad-input status with a FastAPI-style 422;
- * the SGLang API answers bad sampling parameters and over-long inputs with
- * 400, as SGLang does. Statuses not listed are server faults: 500. */
+ * /v1/systemone) answer every bad-input status with a FastAPI-style 422; the
+ * SGLang API answers bad sampling parameters and over-long inputs with 400,
+ * as SGLang does; OpenAI's endpoints (/v1/decisions, chat, completions)
+ * answer every bad request 400 as OpenAI does, an input past the context with
+ * code context_length_exceeded. Statuses not listed are server faults: 500. */
 static const struct {
     tl_status st;
-    int typed, sglang;
-    const char *error_type; /* typed APIs' detail.error_type (422s carry a detail list instead) */
+    int typed, sglang, openai;
+    const char *error_type;  /* typed APIs' detail.error_type (422s carry a detail list instead) */
+    const char *openai_code; /* OpenAI's error.code, or NULL (the type: openai_error_type) */
 } http_map[] = {
-    {TL_OK, 200, 200, NULL},
-    {TL_ERR_INVALID, 422, 400, "value_error"},
-    {TL_ERR_SCHEMA, 422, 422, "value_error"},
-    {TL_ERR_UNSUPPORTED, 422, 422, "value_error"},
-    {TL_ERR_FORMAT, 422, 400, "value_error"},
-    {TL_ERR_LIMIT, 413, 400, "tokens_exceeded"},
-    {TL_ERR_TIMEOUT, 504, 504, "timeout_error"},
-    {TL_ERR_CANCELLED, 499, 499, "api_error"},
-    {TL_ERR_NOMEM, 503, 503, "api_error"},
+    {TL_OK, 200, 200, 200, NULL, NULL},
+    {TL_ERR_INVALID, 422, 400, 400, "value_error", "undecidable"},
+    {TL_ERR_SCHEMA, 422, 422, 400, "value_error", "undecidable"},
+    {TL_ERR_UNSUPPORTED, 422, 422, 400, "value_error", "undecidable"},
+    {TL_ERR_FORMAT, 422, 400, 400, "value_error", "undecidable"},
+    {TL_ERR_LIMIT, 413, 400, 400, "tokens_exceeded", "context_length_exceeded"},
+    {TL_ERR_TIMEOUT, 504, 504, 504, "timeout_error", "timeout"},
+    {TL_ERR_CANCELLED, 499, 499, 499, "api_error", "cancelled"},
+    {TL_ERR_NOMEM, 503, 503, 503, "api_error", NULL},
 };
+#define N_HTTP_MAP (sizeof http_map / sizeof http_map[0])
+
+/* The row of st, or -1 (a server fault). */
+static int http_row(tl_status st) {
+    for (size_t i = 0; i < N_HTTP_MAP; i++)
+        if (http_map[i].st == st)
+            return (int)i;
+    return -1;
+}
 
 int http_status_for(tl_status st, http_api api) {
-    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
-        if (http_map[i].st == st)
-            return api == HTTP_API_SGLANG ? http_map[i].sglang
-                   : api == HTTP_API_OPENAI && http_map[i].typed >= 400 && http_map[i].typed < 499 ? 400
-                                                                                                  : http_map[i].typed;
-    return 500;
+    int i = http_row(st);
+    if (i < 0)
+        return 500;
+    return api == HTTP_API_SGLANG ? http_map[i].sglang : api == HTTP_API_OPENAI ? http_map[i].openai : http_map[i].typed;
+}
+
+int generate_error_status(tl_status st, int phase, http_api api) {
+    if (phase == 413)
+        return api == HTTP_API_OPENAI ? 400 : 413;
+    int code = http_status_for(st, api);
+    if (phase == 400 && code >= 400 && code < 500 && st != TL_ERR_CANCELLED)
+        return 400;
+    return code;
 }
 
 void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg) {
-    const char *type = "api_error";
-    for (size_t i = 0; i < sizeof http_map / sizeof http_map[0]; i++)
-        if (http_map[i].st == st && http_map[i].error_type)
-            type = http_map[i].error_type;
+    int i = http_row(st);
+    const char *type = i >= 0 && http_map[i].error_type ? http_map[i].error_type : "api_error";
     int code = http_status_for(st, HTTP_API_TYPED);
     if (code == 422)
         reply_detail_error(r, 422, loc, type, "%s", msg);
@@ -144,6 +152,14 @@ void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char 
         json_decref(loc);
         reply_typed_error(r, code, type, "%s", msg);
     }
+}
+
+void reply_openai_status_error(tl_http_reply *r, tl_status st, const char *param, const char *msg) {
+    int i = http_row(st), status = http_status_for(st, HTTP_API_OPENAI);
+    const char *type = openai_error_type(status);
+    bool client_fault = status >= 400 && status < 500;
+    reply_openai_error(r, status, type, client_fault ? param : NULL, i >= 0 ? http_map[i].openai_code : NULL, "%s",
+                       msg);
 }
 
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail) {

@@ -181,6 +181,18 @@ tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, si
     return st;
 }
 
+tl_status server_check_prompt(const tl_server *s, const char *what, const char *text, size_t n, tl_error *err) {
+    size_t n_tok = 0;
+    tl_status st = server_count_tokens(s, text, n, &n_tok, err);
+    if (st == TL_ERR_LIMIT || (st == TL_OK && n_tok > (size_t)s->p.max_tokens))
+        return tl_error_set(err, TL_ERR_LIMIT,
+                            "the %s is %s%zu tokens; this server accepts %d per request (--max-tokens, --ctx-size)",
+                            what, st == TL_ERR_LIMIT ? "at least " : "", n_tok, s->p.max_tokens);
+    if (st)
+        tl_error_wrap(err, "%s", what);
+    return st;
+}
+
 /* ---- routing (socket-free) ----------------------------------------------------- */
 
 /* Constant-time comparison of the presented key with ours. */

@@ -12,6 +12,7 @@
 #include "typellm/backend.h"
 #include "typellm/decide.h"
 #include "server/server.h"
+#include "util/json_text.h"
 
 /* The model runs behind the library's shared batching backend
  * (tl_backend_shared_new): request threads call it at once, and it merges
@@ -79,10 +80,10 @@ void tl_server_stream_done(tl_server *s);
 
 /* ---- replies (reply.c) --------------------------------------------------- */
 
+/* What every reply and stream event prints: util's tl_json_dumps (reals in
+ * their shortest exact form). Caller frees. */
+static inline char *server_json_dumps(const json_t *j, size_t flags) { return tl_json_dumps(j, flags); }
 /* Serializes j (stolen) as the body with status. */
-/* json_dumps with every real in its shortest exact form (tl_json_shorten_reals):
- * what every reply and stream event prints. Caller frees. */
-char *server_json_dumps(const json_t *j, size_t flags);
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */
 void reply_sglang_error(tl_http_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -103,17 +104,28 @@ const char *openai_error_type(int status);
 typedef struct parse_failure parse_failure;
 void fail_openai(parse_failure *f, int status, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/* The one map from a status of the model path to HTTP (reply.c's table):
- * the typed APIs answer bad input 422, LIMIT 413; the SGLang API answers bad
- * parameters and over-long input 400, as SGLang does; TIMEOUT 504,
- * CANCELLED 499, NOMEM 503, anything else 500; OpenAI's endpoints answer
- * every bad request 400 (over-long input included), as OpenAI does. */
+/* The one map from a library status to HTTP (reply.c's table), per dialect:
+ * the typed APIs (/v1/decide, /v1/systemone) answer bad input 422, LIMIT 413;
+ * the SGLang API bad parameters and over-long input 400, as SGLang does;
+ * OpenAI's endpoints every bad request 400 (an over-long input with code
+ * context_length_exceeded), as OpenAI does; all: TIMEOUT 504, CANCELLED 499,
+ * NOMEM 503, anything else 500. */
 typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG, HTTP_API_OPENAI } http_api;
 int http_status_for(tl_status st, http_api api);
+/* A generation request's status in api's dialect (SGLang /generate, OpenAI
+ * completions and chat): phase 400 = raised while checking the request,
+ * before any work, so any client-error status is the request's fault (400);
+ * phase 413 = over a size cap on the work asked for (OpenAI: 400); otherwise
+ * the table's column. */
+int generate_error_status(tl_status st, int phase, http_api api);
 /* A failed typed-API request (/v1/decide, /v1/systemone): a 422 detail list
  * at loc (taken) for bad input, else {"detail":{"error_type","message"}}
  * with the table's status and type. */
 void reply_status_error(tl_http_reply *r, tl_status st, json_t *loc, const char *msg);
+/* A failed OpenAI-dialect request: the table's status and code, the type
+ * openai_error_type gives; param (may be NULL) names the request field at
+ * fault for client errors. */
+void reply_openai_status_error(tl_http_reply *r, tl_status st, const char *param, const char *msg);
 
 /* ---- parsers (socket-free; each fuzzed) ---------------------------------- */
 
@@ -153,7 +165,7 @@ double so_choice_confidence(const double *p, size_t n);
 double so_score_confidence(const double *p, size_t n);
 
 /* /v1/decisions (openai_decisions.c). */
-#define OD_MAX_OPTIONS 255   /* choices / levels per question (the decision core's limit) */
+#define OD_MAX_OPTIONS 255   /* choices / levels per question (the decision core's limit; System One's too) */
 #define OD_MAX_QUESTIONS 400 /* questions per request (OpenAI's limit; --max-questions lowers it) */
 typedef enum od_qtype { OD_PREDICATE, OD_CHOICE, OD_SCORE } od_qtype;
 typedef struct od_question {
@@ -182,6 +194,18 @@ bool od_build_answers(const od_request *r, const json_t *decide_result, json_t *
  * probability of its labels at the answer position). */
 bool decision_read_probs(const json_t *field, const char *const *keys, size_t n, double *p, tl_error *err);
 double decision_label_mass(const json_t *field);
+/* Question i of a typed-API decision (the schema's field "q<i>"), read the
+ * way System One and /v1/decisions both answer: p[0..n) its probabilities
+ * over keys (renormalized), best the most probable (ties: the first), mean
+ * the expected level sum k * p[k] (score questions), and the field itself
+ * (label mass, trace). TL_ERR_INTERNAL when the result lacks the field. */
+typedef struct question_answer {
+    const json_t *field;
+    size_t best;
+    double mean;
+} question_answer;
+bool decision_question_answer(const json_t *result, size_t i, const char *const *keys, size_t n, double *p,
+                              question_answer *qa, tl_error *err);
 
 /* /generate. One item of a (possibly batched) request. */
 typedef struct gen_params {
@@ -254,11 +278,10 @@ typedef struct gen_sink {
     void *ctx;
 } gen_sink;
 /* Runs rq; *result is /generate's reply (an object, or a list for a batch).
- * *http_status: the status an error maps to (400/413 bad input, else 500). */
+ * *http_status: the phase an error arose in, for generate_error_status
+ * (400 checking the request, 413 over the logprob-entries cap, 500 running). */
 tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **result, const gen_sink *sink,
                   int *http_status, tl_error *err);
-/* gen_run's failure as HTTP for api: its own 400/413 for bad input, else the table's. */
-int generate_error_status(tl_status st, int hs, http_api api);
 void gen_request_free(gen_request *r);
 
 /* /v1/decide. */
@@ -288,9 +311,6 @@ bool regex_constraint_viable(const regex_constraint *rc, const char *text, size_
 /* text[0..n) is a full match. */
 bool regex_constraint_complete(const regex_constraint *rc, const char *text, size_t n);
 
-/* Copies s[0..n) replacing invalid UTF-8 with U+FFFD, so jansson accepts it. */
-json_t *json_string_lossy(const char *s, size_t n);
-
 /* JSON body parse shared by the parsers: 400 with line:column on syntax errors. */
 json_t *parse_json_body(const char *body, size_t len, bool fastapi_style, parse_failure *fail);
 /* The same with OpenAI's error body (400 invalid_request_error). */
@@ -318,6 +338,10 @@ void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply 
  * longest token), returns TL_ERR_LIMIT with *n_tok = that lower bound and
  * does not tokenize, so an oversized text costs no tokenizer memory. */
 tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, size_t *n_tok, tl_error *err);
+/* The request's prompt text (what: "state", "input") against --max-tokens
+ * before any model work: TL_ERR_LIMIT naming what, its token count (or the
+ * lower bound) and the limit; a tokenizer error prefixed with what. */
+tl_status server_check_prompt(const tl_server *s, const char *what, const char *text, size_t n, tl_error *err);
 
 /* tl_decide through the shared backend under the request's deadline and
  * cancellation (decide_api.c): what every decision endpoint runs. The result

@@ -25,28 +25,6 @@
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-json_t *json_string_lossy(const char *s, size_t n) {
-    tl_strbuf b = TL_STRBUF_INIT;
-    tl_strbuf_reserve(&b, n);
-    for (size_t i = 0; i < n;) {
-        int d = tl_utf8_decode(s + i, n - i, NULL, TL_UTF8_STRICT);
-        size_t l = d > 0 ? (size_t)d : 0;
-        if (l == 0 || (l == 1 && s[i] == 0)) {
-            if (l == 0)
-                tl_strbuf_puts(&b, "\xEF\xBF\xBD");
-            else
-                tl_strbuf_putc(&b, 0);
-            i++;
-        } else {
-            tl_strbuf_append(&b, s + i, l);
-            i += l;
-        }
-    }
-    json_t *j = json_stringn(b.buf ? b.buf : "", b.len);
-    tl_strbuf_free(&b);
-    return j;
-}
-
 static void fail_sglang(parse_failure *f, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail_sglang(parse_failure *f, int status, const char *fmt, ...) {
     char msg[600];
@@ -941,14 +919,6 @@ done:
     tl_strbuf_free(&scratch);
     tl_strbuf_free(&text);
     return st;
-}
-
-int generate_error_status(tl_status st, int hs, http_api api) {
-    if (hs == 413)
-        return api == HTTP_API_OPENAI ? 400 : 413;
-    if (hs == 400 && st != TL_ERR_TIMEOUT && st != TL_ERR_CANCELLED)
-        return 400;
-    return http_status_for(st, api);
 }
 
 /* SGLang's events: each item's reply object as a data: line. */

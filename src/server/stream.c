@@ -30,7 +30,7 @@ static bool sse_write(sse_out *o, const char *data, size_t n) {
 }
 
 bool sse_send_json(sse_out *o, json_t *ev) {
-    char *line = server_json_dumps(ev, JSON_COMPACT);
+    char *line = tl_json_dumps(ev, JSON_COMPACT);
     json_decref(ev);
     tl_strbuf b = TL_STRBUF_INIT;
     tl_strbuf_printf(&b, "data: %s\n\n", line ? line : "{}");

@@ -335,61 +335,46 @@ double so_score_confidence(const double *p, size_t n) {
 }
 
 bool so_build_answers(const so_request *r, const json_t *result, json_t **answers_out, tl_error *err) {
-    const json_t *fields = json_object_get(result, "fields");
-    if (!json_is_object(fields))
-        return tl_error_set(err, TL_ERR_INTERNAL, "decide result has no fields object"), false;
     json_t *answers = json_object();
-    double p[256];
-    const char *keys[256];
-    char levels[10][24];
+    double p[OD_MAX_OPTIONS];
+    const char *keys[OD_MAX_OPTIONS];
+    char levels[OD_MAX_OPTIONS][24];
     for (size_t i = 0; i < r->n_questions; i++) {
         const so_question *q = &r->questions[i];
-        char fkey[32];
-        snprintf(fkey, sizeof fkey, "q%zu", i);
-        const json_t *field = json_object_get(fields, fkey);
-        if (!field) {
-            json_decref(answers);
-            return tl_error_set(err, TL_ERR_INTERNAL, "decide result lacks field %s", fkey), false;
-        }
-        json_t *a = NULL;
+        size_t n = 0;
         if (q->type == SO_NOUL) {
-            keys[0] = "true";
-            keys[1] = "false";
-            if (!decision_read_probs(field, keys, 2, p, err))
-                goto fail;
-            a = json_pack("{s:s,s:f}", "type", "noul", "noul", p[0]);
+            keys[n++] = "true";
+            keys[n++] = "false";
         } else if (q->type == SO_CHOICE) {
-            size_t n = 0;
             const char *opt;
             json_t *d;
             json_object_foreach(q->criteria, opt, d) keys[n++] = opt;
-            if (!decision_read_probs(field, keys, n, p, err))
-                goto fail;
-            size_t best = 0;
-            json_t *probs = json_object();
-            for (size_t k = 0; k < n; k++) {
-                json_object_set_new(probs, keys[k], json_real(p[k]));
-                if (p[k] > p[best])
-                    best = k;
+        } else {
+            for (; n < q->n_options; n++) {
+                snprintf(levels[n], sizeof levels[n], "%zu", n);
+                keys[n] = levels[n];
             }
-            a = json_pack("{s:s,s:s,s:o,s:f}", "type", "choice", "choice", keys[best], "probabilities", probs,
+        }
+        question_answer qa;
+        if (!decision_question_answer(result, i, keys, n, p, &qa, err))
+            goto fail;
+        json_t *a;
+        if (q->type == SO_NOUL) {
+            a = json_pack("{s:s,s:f}", "type", "noul", "noul", p[0]);
+            json_object_set_new(answers, q->id, a);
+            continue;
+        }
+        json_t *probs = json_object();
+        for (size_t k = 0; k < n; k++)
+            json_object_set_new(probs, keys[k], json_real(p[k]));
+        if (q->type == SO_CHOICE) {
+            a = json_pack("{s:s,s:s,s:o,s:f}", "type", "choice", "choice", keys[qa.best], "probabilities", probs,
                           "confidence", so_choice_confidence(p, n));
         } else {
-            size_t n = q->n_options;
-            for (size_t k = 0; k < n; k++) {
-                snprintf(levels[k], sizeof levels[k], "%zu", k);
-                keys[k] = levels[k];
-            }
-            if (!decision_read_probs(field, keys, n, p, err))
-                goto fail;
-            json_t *probs = json_object(), *legend = json_object();
-            double mean = 0;
-            for (size_t k = 0; k < n; k++) {
-                json_object_set_new(probs, keys[k], json_real(p[k]));
+            json_t *legend = json_object();
+            for (size_t k = 0; k < n; k++)
                 json_object_set(legend, keys[k], json_array_get(q->criteria, k));
-                mean += (double)k * p[k];
-            }
-            a = json_pack("{s:s,s:f,s:o,s:o,s:f}", "type", "score", "score", mean, "legend", legend,
+            a = json_pack("{s:s,s:f,s:o,s:o,s:f}", "type", "score", "score", qa.mean, "legend", legend,
                           "probabilities", probs, "confidence", so_score_confidence(p, n));
         }
         json_object_set_new(answers, q->id, a);
@@ -426,19 +411,11 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
         reply_json(r, f.status, f.body);
         return;
     }
-    /* Token budget: the state is what dominates; refuse early with 413. */
-    size_t n_ids = 0;
+    /* Token budget: the state is what dominates; refuse before any work. */
     tl_error err = {0};
-    tl_status tst = server_count_tokens(s, sr.state, sr.state_len, &n_ids, &err);
-    if (tst == TL_ERR_LIMIT || (tst == TL_OK && n_ids > (size_t)s->p.max_tokens)) {
-        reply_typed_error(r, 413, "tokens_exceeded",
-                          "the state is %s%zu tokens; this server accepts %d per request (--max-tokens, --ctx-size)",
-                          tst == TL_ERR_LIMIT ? "at least " : "", n_ids, s->p.max_tokens);
-        so_request_free(&sr);
-        return;
-    }
+    tl_status tst = server_check_prompt(s, "state", sr.state, sr.state_len, &err);
     if (tst != TL_OK) {
-        reply_detail_error(r, 422, loc2("body", "state"), "value_error", "state: %s", err.msg);
+        reply_status_error(r, tst, loc2("body", "state"), err.msg);
         so_request_free(&sr);
         return;
     }
@@ -463,7 +440,7 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     }
     json_t *answers = NULL;
     if (!so_build_answers(&sr, result, &answers, &err)) {
-        reply_typed_error(r, 500, "api_error", "%s", err.msg);
+        reply_status_error(r, err.code, NULL, err.msg);
         json_decref(result);
         so_request_free(&sr);
         return;

@@ -254,6 +254,23 @@ static tl_val get_item(tl_render_state *st, uint32_t pos, tl_val obj, tl_val key
     }
 }
 
+/* One given slice bound v (None/undefined: *out keeps its default) as
+ * Python adjusts it for length n and step s: negative counts from the end,
+ * then clamped to [0, n] (s > 0) or [-1, n - 1] (s < 0). */
+static void slice_bound(tl_render_state *st, uint32_t pos, tl_val v, int64_t n, int64_t s, int64_t *out) {
+    int64_t x;
+    if (v.t == V_NONE || v.t == V_UNDEF)
+        return;
+    if (!as_index(v, &x))
+        tl_tpl_fail(st, pos, TL_ERR_INVALID, "slice indices must be integers");
+    if (x < 0)
+        x += n;
+    if (s > 0)
+        *out = x < 0 ? 0 : x > n ? n : x;
+    else
+        *out = x < 0 ? -1 : x >= n ? n - 1 : x;
+}
+
 /* Python slice bounds for length n */
 static void slice_bounds(tl_render_state *st, uint32_t pos, int64_t n, tl_val a, tl_val b, tl_val c, int64_t *start,
                          int64_t *stop, int64_t *step) {
@@ -272,27 +289,8 @@ static void slice_bounds(tl_render_state *st, uint32_t pos, int64_t n, tl_val a,
         lo = n - 1;
         hi = -1;
     }
-    int64_t x;
-    if (a.t != V_NONE && a.t != V_UNDEF) {
-        if (!as_index(a, &x))
-            tl_tpl_fail(st, pos, TL_ERR_INVALID, "slice indices must be integers");
-        if (x < 0)
-            x += n;
-        if (s > 0)
-            lo = x < 0 ? 0 : x > n ? n : x;
-        else
-            lo = x < 0 ? -1 : x >= n ? n - 1 : x;
-    }
-    if (b.t != V_NONE && b.t != V_UNDEF) {
-        if (!as_index(b, &x))
-            tl_tpl_fail(st, pos, TL_ERR_INVALID, "slice indices must be integers");
-        if (x < 0)
-            x += n;
-        if (s > 0)
-            hi = x < 0 ? 0 : x > n ? n : x;
-        else
-            hi = x < -1 ? -1 : x >= n ? n - 1 : x;
-    }
+    slice_bound(st, pos, a, n, s, &lo);
+    slice_bound(st, pos, b, n, s, &hi);
     *start = lo;
     *stop = hi;
     *step = s;

@@ -2,6 +2,7 @@
  * render or a parse costs a handful of mallocs however many values it makes. */
 #include "util/arena.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,13 @@ void *tl_arena_alloc(tl_arena *a, size_t n) {
     c->used += n;
     a->used += n;
     memset(p, 0, n);
+    return p;
+}
+
+char *tl_arena_strndup(tl_arena *a, const char *s, size_t n) {
+    char *p = n < SIZE_MAX ? tl_arena_alloc(a, n + 1) : NULL;
+    if (p && n)
+        memcpy(p, s, n);
     return p;
 }
 

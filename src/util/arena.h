@@ -17,6 +17,8 @@ typedef struct tl_arena {
 
 /* Zeroed memory, or NULL when out of memory or past the limit. */
 void *tl_arena_alloc(tl_arena *a, size_t n);
+/* A NUL-terminated copy of s[0..n) in the arena, or NULL. */
+char *tl_arena_strndup(tl_arena *a, const char *s, size_t n);
 /* Frees every chunk; the arena is empty (limit kept) and reusable. */
 void tl_arena_free(tl_arena *a);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 size_t tl_json_real_text(double v, char *buf, size_t cap) {
     /* Reading back exactly is monotonic in the digit count (17 always does):
@@ -21,6 +22,9 @@ size_t tl_json_real_text(double v, char *buf, size_t cap) {
             lo = mid + 1;
     }
     int n = snprintf(buf, cap, "%.*g", lo, v);
+    const char *e = strchr(buf, 'e');
+    if (e && e[1] == '+' && fabs(v) < 1e16) /* "1.2e+02": an integer below 1e16, written out as "120.0" */
+        n = snprintf(buf, cap, "%.0f", v);
     if (n < 0 || (size_t)n >= cap)
         return 0;
     if (!strpbrk(buf, ".eEn") && (size_t)n + 2 < cap) { /* "1" -> "1.0"; nan/inf never reach JSON */
@@ -82,4 +86,26 @@ char *tl_json_dumps(const json_t *j, size_t flags) {
     char *s = tl_json_shorten_reals(text);
     free(text);
     return s;
+}
+
+json_t *json_string_lossy(const char *s, size_t n) {
+    tl_strbuf b = TL_STRBUF_INIT;
+    tl_strbuf_reserve(&b, n);
+    for (size_t i = 0; i < n;) {
+        int d = tl_utf8_decode(s + i, n - i, NULL, TL_UTF8_STRICT);
+        size_t l = d > 0 ? (size_t)d : 0;
+        if (l == 0 || (l == 1 && s[i] == 0)) {
+            if (l == 0)
+                tl_strbuf_puts(&b, "\xEF\xBF\xBD");
+            else
+                tl_strbuf_putc(&b, 0);
+            i++;
+        } else {
+            tl_strbuf_append(&b, s + i, l);
+            i += l;
+        }
+    }
+    json_t *j = json_stringn(b.buf ? b.buf : "", b.len);
+    tl_strbuf_free(&b);
+    return j;
 }

@@ -16,6 +16,12 @@
  * failure. Any JSON_REAL_PRECISION in flags is ignored. */
 char *tl_json_dumps(const json_t *j, size_t flags);
 
+/* A JSON string of s[0..n) with each invalid UTF-8 byte replaced by U+FFFD
+ * and NUL kept (json_stringn refuses invalid UTF-8): for text from a model,
+ * a request or a file. Named like the jansson constructors it stands beside;
+ * NULL only when out of memory. */
+json_t *json_string_lossy(const char *s, size_t n);
+
 /* tl_json_real_text and tl_json_shorten_reals (no jansson types) are public:
  * typellm/util.h. */
 

@@ -15,15 +15,15 @@ static const char *example(const char *name) {
     return example_path;
 }
 
-static ae_program *load(const char *src) {
-    ae_program *p = NULL;
+static tl_aeon_program *load(const char *src) {
+    tl_aeon_program *p = NULL;
     tl_error err = {0};
-    if (ae_program_load(src, strlen(src), &p, &err))
+    if (tl_aeon_program_load(src, strlen(src), &p, &err))
         fprintf(stderr, "load failed: %s\n", err.msg);
     return p;
 }
 
-static int find_ctx(const ae_program *p, const char *name) {
+static int find_ctx(const tl_aeon_program *p, const char *name) {
     for (int i = 0; i < p->n_context; i++)
         if (!strcmp(p->context[i].name, name))
             return i;
@@ -32,33 +32,33 @@ static int find_ctx(const ae_program *p, const char *name) {
 
 /* Load must fail with code and a message containing want. */
 static void expect_error(const char *src, tl_status code, const char *want) {
-    ae_program *p = NULL;
+    tl_aeon_program *p = NULL;
     tl_error err = {0};
-    tl_status st = ae_program_load(src, strlen(src), &p, &err);
+    tl_status st = tl_aeon_program_load(src, strlen(src), &p, &err);
     CHECKF(st == code && strstr(err.msg, want), "source [%s]: got %s '%s', wanted %s containing '%s'", src,
            tl_status_name(st), err.msg, tl_status_name(code), want);
-    ae_program_free(p);
+    tl_aeon_program_free(p);
 }
 
 static void test_examples_load(void) {
     const char *files[] = {"application.ae", "conditional_let.ae", "whole_function.ae", "positive.ae", "answer.ae",
                            "not_found.ae", "double.ae", "clamp.ae", "twice.ae", "mixed.ae", "minimize.ae"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        ae_program *p = NULL;
+        tl_aeon_program *p = NULL;
         tl_error err = {0};
-        tl_status st = ae_program_load_file(example(files[i]), &p, &err);
+        tl_status st = tl_aeon_program_load_file(example(files[i]), &p, &err);
         CHECKF(st == TL_OK, "%s: %s", files[i], err.msg);
-        ae_program_free(p);
+        tl_aeon_program_free(p);
     }
-    ae_program *p = NULL;
+    tl_aeon_program *p = NULL;
     tl_error err;
-    CHECK(ae_program_load_file(example("conditional_let.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("conditional_let.ae"), &p, &err) == TL_OK);
     if (p) {
         /* innermost first: the shadowing helper (Unit), n, then earlier defs */
-        CHECK(p->goal == AE_T_INT);
+        CHECK(p->goal == TL_AEON_T_INT);
         CHECK(p->n_context >= 4);
-        CHECK(!strcmp(p->context[0].name, "helper") && p->context[0].ty == AE_T_UNIT);
-        CHECK(find_ctx(p, "n") == 1 && p->context[1].ty == AE_T_INT);
+        CHECK(!strcmp(p->context[0].name, "helper") && p->context[0].ty == TL_AEON_T_UNIT);
+        CHECK(find_ctx(p, "n") == 1 && p->context[1].ty == TL_AEON_T_INT);
         CHECK(find_ctx(p, "limit") >= 0);
         CHECK(find_ctx(p, "toFloat") >= 0);
         CHECK(find_ctx(p, "clamp") < 0); /* the function being synthesized is hidden */
@@ -67,12 +67,12 @@ static void test_examples_load(void) {
             count += !strcmp(p->context[i].name, "helper");
         CHECK(count == 1); /* the outer helper is shadowed */
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("whole_function.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("whole_function.ae"), &p, &err) == TL_OK);
     if (p)
-        CHECK(ae_type_is_arrow(&p->types, p->goal));
-    ae_program_free(p);
+        CHECK(tl_aeon_type_is_arrow(&p->types, p->goal));
+    tl_aeon_program_free(p);
 }
 
 static void test_errors(void) {
@@ -102,10 +102,10 @@ static void test_errors(void) {
             len += n;
         }
         snprintf(deep + len, sizeof deep - len, "?h;");
-        ae_program *dp = NULL;
+        tl_aeon_program *dp = NULL;
         tl_error derr = {0};
-        CHECK(ae_program_load(deep, strlen(deep), &dp, &derr) == TL_ERR_LIMIT && strstr(derr.msg, "nested deeper"));
-        ae_program_free(dp);
+        CHECK(tl_aeon_program_load(deep, strlen(deep), &dp, &derr) == TL_ERR_LIMIT && strstr(derr.msg, "nested deeper"));
+        tl_aeon_program_free(dp);
     }
     /* a long left-associative chain parses but is too deep to check */
     {
@@ -115,81 +115,81 @@ static void test_errors(void) {
             len += 4;
         }
         snprintf(deep + len, sizeof deep - len, "?h;");
-        ae_program *dp = NULL;
+        tl_aeon_program *dp = NULL;
         tl_error derr = {0};
-        CHECK(ae_program_load(deep, strlen(deep), &dp, &derr) != TL_OK);
-        ae_program_free(dp);
+        CHECK(tl_aeon_program_load(deep, strlen(deep), &dp, &derr) != TL_OK);
+        tl_aeon_program_free(dp);
     }
     /* an unusable helper is filtered, not fatal */
-    ae_program *p = load("def xs : List := nil;\ndef bad : Int := nope;\ndef ok : Int := 3;\ndef g : Int := ?h;");
+    tl_aeon_program *p = load("def xs : List := nil;\ndef bad : Int := nope;\ndef ok : Int := 3;\ndef g : Int := ?h;");
     CHECK(p != NULL);
     if (p) {
         CHECK(p->n_filtered == 2);
         CHECK(find_ctx(p, "xs") < 0 && find_ctx(p, "bad") < 0 && find_ctx(p, "ok") >= 0);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     /* a fitness helper named by @minimize_int is hidden; a parameter of the same name is not */
     p = load("def cost (k:Int) : Int := k * k;\ndef base : Int := 2;\n@minimize_int(cost (g base))\n"
              "def g (x:Int) : Int := ?h;");
     CHECK(p != NULL);
     if (p)
         CHECK(find_ctx(p, "cost") < 0 && find_ctx(p, "base") < 0 && find_ctx(p, "x") >= 0 && p->n_filtered == 2);
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = load("def cost : Int := 1;\n@minimize_int(cost)\ndef g (cost:Int) : Int := ?h;");
     CHECK(p != NULL);
     if (p)
         CHECK(find_ctx(p, "cost") == 0);
-    ae_program_free(p);
+    tl_aeon_program_free(p);
 }
 
 static void test_eval(void) {
-    ae_program *p = load("def fact (n:Int) : Int := if n <= 1 then 1 else n * fact (n - 1);\n"
+    tl_aeon_program *p = load("def fact (n:Int) : Int := if n <= 1 then 1 else n * fact (n - 1);\n"
                          "def loop (n:Int) : Int := loop n;\n"
                          "def g (a:Int) : Int := ?h;");
     CHECK(p != NULL);
     if (!p)
         return;
-    struct { const char *e; ae_value_kind k; int64_t i; double f; tl_status st; } cases[] = {
-        {"fact 5", AE_V_INT, 120, 0, TL_OK},
-        {"7 / 2", AE_V_INT, 3, 0, TL_OK},
-        {"(0 - 7) / 2", AE_V_INT, -4, 0, TL_OK},   /* floor division */
-        {"(0 - 7) % 2", AE_V_INT, 1, 0, TL_OK},
-        {"1 / 0", AE_V_INT, 0, 0, TL_ERR_INVALID},
-        {"toFloat 3 * 1.5", AE_V_FLOAT, 0, 4.5, TL_OK},
-        {"\"ab\" + \"c\" = \"abc\"", AE_V_BOOL, 1, 0, TL_OK},
-        {"\"ab\" < \"b\"", AE_V_BOOL, 1, 0, TL_OK},
-        {"let f := fact in f 3", AE_V_INT, 6, 0, TL_OK},
-        {"(fun x => x + 1 : (x:Int) -> Int) 2", AE_V_INT, 3, 0, TL_OK},
-        {"false && 1 / 0 = 1", AE_V_BOOL, 0, 0, TL_OK},
-        {"loop 1", AE_V_INT, 0, 0, TL_ERR_LIMIT},
-        {"9223372036854775807 + 1", AE_V_INT, 0, 0, TL_ERR_INVALID},
-        {"!(1 = 2) && \"\\u00e9\" != \"e\"", AE_V_BOOL, 1, 0, TL_OK},
+    struct { const char *e; tl_aeon_value_kind k; int64_t i; double f; tl_status st; } cases[] = {
+        {"fact 5", TL_AEON_V_INT, 120, 0, TL_OK},
+        {"7 / 2", TL_AEON_V_INT, 3, 0, TL_OK},
+        {"(0 - 7) / 2", TL_AEON_V_INT, -4, 0, TL_OK},   /* floor division */
+        {"(0 - 7) % 2", TL_AEON_V_INT, 1, 0, TL_OK},
+        {"1 / 0", TL_AEON_V_INT, 0, 0, TL_ERR_INVALID},
+        {"toFloat 3 * 1.5", TL_AEON_V_FLOAT, 0, 4.5, TL_OK},
+        {"\"ab\" + \"c\" = \"abc\"", TL_AEON_V_BOOL, 1, 0, TL_OK},
+        {"\"ab\" < \"b\"", TL_AEON_V_BOOL, 1, 0, TL_OK},
+        {"let f := fact in f 3", TL_AEON_V_INT, 6, 0, TL_OK},
+        {"(fun x => x + 1 : (x:Int) -> Int) 2", TL_AEON_V_INT, 3, 0, TL_OK},
+        {"false && 1 / 0 = 1", TL_AEON_V_BOOL, 0, 0, TL_OK},
+        {"loop 1", TL_AEON_V_INT, 0, 0, TL_ERR_LIMIT},
+        {"9223372036854775807 + 1", TL_AEON_V_INT, 0, 0, TL_ERR_INVALID},
+        {"!(1 = 2) && \"\\u00e9\" != \"e\"", TL_AEON_V_BOOL, 1, 0, TL_OK},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ae_expr *e;
+        tl_aeon_expr *e;
         tl_error err = {0};
-        CHECKF(ae_parse_expr(p, cases[i].e, strlen(cases[i].e), &e, &err) == TL_OK, "%s: %s", cases[i].e, err.msg);
-        ae_scalar r;
-        tl_status st = ae_eval_closed(p, e, NULL, 100000, &r, &err);
+        CHECKF(tl_aeon_parse_expr(p, cases[i].e, strlen(cases[i].e), &e, &err) == TL_OK, "%s: %s", cases[i].e, err.msg);
+        tl_aeon_scalar r;
+        tl_status st = tl_aeon_eval_closed(p, e, NULL, 100000, &r, &err);
         CHECKF(st == cases[i].st, "%s: %s (%s)", cases[i].e, tl_status_name(st), err.msg);
         if (st == TL_OK && cases[i].st == TL_OK) {
-            CHECKF(r.kind == cases[i].k && (r.kind == AE_V_FLOAT ? r.f == cases[i].f : r.i == cases[i].i),
+            CHECKF(r.kind == cases[i].k && (r.kind == TL_AEON_V_FLOAT ? r.f == cases[i].f : r.i == cases[i].i),
                    "%s: got kind %d i=%lld f=%g", cases[i].e, r.kind, (long long)r.i, r.f);
         }
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
 }
 
-static void validate_text(ae_program *p, const char *cand, ae_validation *v) {
+static void validate_text(tl_aeon_program *p, const char *cand, tl_aeon_validation *v) {
     tl_error err;
-    CHECK(ae_validate(p, cand, strlen(cand), v, &err) == TL_OK);
+    CHECK(tl_aeon_validate(p, cand, strlen(cand), v, &err) == TL_OK);
 }
 
 static void test_validate(void) {
-    ae_program *p = NULL;
+    tl_aeon_program *p = NULL;
     tl_error err;
-    ae_validation v;
-    CHECK(ae_program_load_file(example("positive.ae"), &p, &err) == TL_OK);
+    tl_aeon_validation v;
+    CHECK(tl_aeon_program_load_file(example("positive.ae"), &p, &err) == TL_OK);
     if (p) {
         validate_text(p, "0", &v);
         CHECK(v.typed && !v.refinements_ok && v.refinement_failures > 0);
@@ -204,11 +204,11 @@ static void test_validate(void) {
         validate_text(p, "1 +", &v);
         CHECK(!v.parsed);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("clamp.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("clamp.ae"), &p, &err) == TL_OK);
     if (p) {
-        ae_validation vs[3];
+        tl_aeon_validation vs[3];
         validate_text(p, "n", &vs[0]);
         CHECK(vs[0].typed && vs[0].examples_total == 2 && vs[0].examples_failed == 1);
         validate_text(p, "if n < 10 then n else 10", &vs[1]);
@@ -216,47 +216,47 @@ static void test_validate(void) {
         validate_text(p, "n / 0", &vs[2]);
         CHECK(vs[2].typed && vs[2].examples_failed == 2);
         for (uint64_t seed = 0; seed < 5; seed++)
-            CHECK(ae_pareto_pick(vs, 3, seed) == 1);
+            CHECK(tl_aeon_pareto_pick(vs, 3, seed) == 1);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("minimize.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("minimize.ae"), &p, &err) == TL_OK);
     if (p) {
-        ae_validation vs[2];
+        tl_aeon_validation vs[2];
         validate_text(p, "toFloat k * 2.0", &vs[0]);
         validate_text(p, "toFloat k - 10.0", &vs[1]);
         CHECK(vs[0].n_objectives == 1 && vs[0].objectives[0] == 4.0);
         CHECK(vs[1].objectives[0] == -8.0);
-        CHECK(ae_pareto_pick(vs, 2, 7) == 1);
+        CHECK(tl_aeon_pareto_pick(vs, 2, 7) == 1);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("application.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("application.ae"), &p, &err) == TL_OK);
     if (p) {
         validate_text(p, "f (f v)", &v); /* the example passes a lambda: twice (fun x => x + 1) 3 = 5 */
         CHECK(v.typed && v.examples_total == 1 && v.examples_failed == 0);
         validate_text(p, "f v", &v);
         CHECK(v.typed && v.examples_failed == 1);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("conditional_let.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("conditional_let.ae"), &p, &err) == TL_OK);
     if (p) {
         validate_text(p, "let m := limit in if n < m then n else m", &v);
         CHECK(v.typed && v.examples_total == 2 && v.examples_failed == 0);
         validate_text(p, "helper n", &v); /* the shadowing let hides the helper function */
         CHECK(v.parsed && !v.typed);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
     p = NULL;
-    CHECK(ae_program_load_file(example("answer.ae"), &p, &err) == TL_OK);
+    CHECK(tl_aeon_program_load_file(example("answer.ae"), &p, &err) == TL_OK);
     if (p) {
         validate_text(p, "35", &v);
         CHECK(v.refinements_ok);
         validate_text(p, "30 + 4", &v);
         CHECK(!v.refinements_ok);
     }
-    ae_program_free(p);
+    tl_aeon_program_free(p);
 }
 
 int main(void) {

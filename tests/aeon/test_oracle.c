@@ -27,28 +27,28 @@ static uint64_t rng(void) {
 
 typedef struct ctx {
     const char *name;
-    ae_program *prog;
-    ae_scope *scope;
-    ae_engine *eng;
+    tl_aeon_program *prog;
+    tl_aeon_scope *scope;
+    tl_aeon_engine *eng;
     const char *alphabet[40]; /* tokens for walks and brute force */
     int n_alpha;
 } ctx;
 
 /* Full path: parse + type-check text as the hole's candidate. */
 static bool full_accepts(ctx *c, const char *text, size_t len) {
-    ae_expr *e;
+    tl_aeon_expr *e;
     tl_error err;
-    if (ae_parse_expr(c->prog, text, len, &e, &err))
+    if (tl_aeon_parse_expr(c->prog, text, len, &e, &err))
         return false;
-    return ae_check_candidate(c->prog, e, &err) == TL_OK;
+    return tl_aeon_check_candidate(c->prog, e, &err) == TL_OK;
 }
 
-static ae_verdict query(ctx *c, const char *text, size_t len, tl_strbuf *wit) {
-    ae_state *s0 = ae_state_initial();
-    ae_state *s = ae_state_advance(s0, text, len);
-    ae_verdict v = ae_completion_status(c->eng, s, wit, NULL);
-    ae_state_free(s0);
-    ae_state_free(s);
+static tl_aeon_verdict query(ctx *c, const char *text, size_t len, tl_strbuf *wit) {
+    tl_aeon_state *s0 = tl_aeon_state_initial();
+    tl_aeon_state *s = tl_aeon_state_advance(s0, text, len);
+    tl_aeon_verdict v = tl_aeon_completion_status(c->eng, s, wit, NULL);
+    tl_aeon_state_free(s0);
+    tl_aeon_state_free(s);
     return v;
 }
 
@@ -99,9 +99,9 @@ static void check_dead(ctx *c, const char *text, size_t len, int depth) {
 static void check_closure(ctx *c, const char *text, size_t len) {
     tl_strbuf w = TL_STRBUF_INIT;
     for (size_t k = 0; k < len; k++) {
-        ae_verdict v = query(c, text, k, &w);
-        CHECKF(v == AE_LIVE, "%s: prefix '%.*s' of LIVE '%.*s' is %s", c->name, (int)k, text, (int)len, text,
-               ae_verdict_name(v));
+        tl_aeon_verdict v = query(c, text, k, &w);
+        CHECKF(v == TL_AEON_LIVE, "%s: prefix '%.*s' of LIVE '%.*s' is %s", c->name, (int)k, text, (int)len, text,
+               tl_aeon_verdict_name(v));
     }
     tl_strbuf_free(&w);
 }
@@ -120,8 +120,8 @@ static void random_walks(ctx *c, int walks, int brute_depth) {
                 break;
             memcpy(text + len, tok, n);
             text[len + n] = '\0';
-            ae_verdict v = query(c, text, len + n, &w);
-            if (v == AE_LIVE) {
+            tl_aeon_verdict v = query(c, text, len + n, &w);
+            if (v == TL_AEON_LIVE) {
                 check_live(c, text, len + n, &w);
                 if (w.len == len + n) /* accepting: the text itself checks */
                     CHECKF(full_accepts(c, text, len + n), "%s: accepting '%s' rejected by the checker", c->name,
@@ -129,12 +129,12 @@ static void random_walks(ctx *c, int walks, int brute_depth) {
                 len += n;
                 continue;
             }
-            CHECKF(v == AE_DEAD, "%s: '%s' is %s (%s)", c->name, text, ae_verdict_name(v), tl_strbuf_cstr(&w));
+            CHECKF(v == TL_AEON_DEAD, "%s: '%s' is %s (%s)", c->name, text, tl_aeon_verdict_name(v), tl_strbuf_cstr(&w));
             /* find the first character after which the text is DEAD */
             size_t j = len + 1;
-            while (j < len + n && query(c, text, j, &w) == AE_LIVE)
+            while (j < len + n && query(c, text, j, &w) == TL_AEON_LIVE)
                 j++;
-            if (query(c, text, j - 1, &w) == AE_LIVE && query(c, text, j, &w) == AE_DEAD) {
+            if (query(c, text, j - 1, &w) == TL_AEON_LIVE && query(c, text, j, &w) == TL_AEON_DEAD) {
                 n_pairs++;
                 check_dead(c, text, j, brute_depth);
             }
@@ -168,9 +168,9 @@ static void accepted_strings(ctx *c, int tries) {
             continue;
         found++;
         check_closure(c, text, len);
-        ae_verdict v = query(c, text, len, &w);
-        CHECKF(v == AE_LIVE && w.len == len, "%s: checker accepts '%s' but the oracle says %s (witness '%s')",
-               c->name, text, ae_verdict_name(v), tl_strbuf_cstr(&w));
+        tl_aeon_verdict v = query(c, text, len, &w);
+        CHECKF(v == TL_AEON_LIVE && w.len == len, "%s: checker accepts '%s' but the oracle says %s (witness '%s')",
+               c->name, text, tl_aeon_verdict_name(v), tl_strbuf_cstr(&w));
     }
     CHECKF(found > 0, "%s: no accepted random strings", c->name);
     tl_strbuf_free(&w);
@@ -180,8 +180,8 @@ static bool ctx_open(ctx *c, const char *name, const char *src, const char *cons
     tl_error err = {0};
     memset(c, 0, sizeof *c);
     c->name = name;
-    if (ae_program_load(src, strlen(src), &c->prog, &err) || ae_scope_new(c->prog, &c->scope, &err) ||
-        ae_engine_new(c->scope, NULL, &c->eng, &err)) {
+    if (tl_aeon_program_load(src, strlen(src), &c->prog, &err) || tl_aeon_scope_new(c->prog, &c->scope, &err) ||
+        tl_aeon_engine_new(c->scope, NULL, &c->eng, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return false;
     }
@@ -191,9 +191,9 @@ static bool ctx_open(ctx *c, const char *name, const char *src, const char *cons
 }
 
 static void ctx_close(ctx *c) {
-    ae_engine_free(c->eng);
-    ae_scope_free(c->scope);
-    ae_program_free(c->prog);
+    tl_aeon_engine_free(c->eng);
+    tl_aeon_scope_free(c->scope);
+    tl_aeon_program_free(c->prog);
 }
 
 /* Exact verdicts the oracle must give (hand-checked). */
@@ -201,66 +201,66 @@ static void fixed_cases(void) {
     ctx c;
     static const char *const alpha[] = {" ", NULL};
     CHECK(ctx_open(&c, "clamp", "def limit : Int := 10;\ndef clamp (n:Int) : Int := ?hole;", alpha));
-    struct { const char *prefix; ae_verdict v; } cases[] = {
-        {"", AE_LIVE}, {"n", AE_LIVE}, {"n <", AE_DEAD}, {"if n < li", AE_LIVE}, {"if n < limit then limit else n", AE_LIVE},
-        {"if n < limit then limit else n <", AE_DEAD}, {"true", AE_DEAD}, {"tr", AE_DEAD}, {"t", AE_DEAD},
-        {"(n", AE_LIVE}, {"(n)", AE_LIVE}, {"(n))", AE_DEAD}, {"n + ", AE_LIVE}, {"n +-", AE_DEAD},
-        {"1e", AE_DEAD}, {"1.", AE_DEAD}, {"12", AE_LIVE}, {"\"a", AE_DEAD}, {"let x := \"a", AE_LIVE},
-        {"let x := 1.5e", AE_LIVE}, {"let x := 1.5e+", AE_LIVE}, {"let x := \"\\u00", AE_LIVE},
-        {"let x := \"\\uD8", AE_DEAD}, {"let x := \"\\N", AE_DEAD}, {"let in ", AE_DEAD}, {"let in", AE_LIVE}, {"let i", AE_LIVE},
-        {"fun", AE_DEAD}, {"n < 1 < 2", AE_DEAD}, {"if n = 1 = ", AE_DEAD}, {"le", AE_LIVE}, {"li", AE_LIVE},
-        {"limit limit", AE_DEAD}, {"clamp", AE_DEAD}, {"# comment", AE_DEAD}, {"?h", AE_DEAD},
-        {"if !(n < 2) && true then n % 2 else 0", AE_LIVE}, {"n - -", AE_DEAD}, {"n -> ", AE_DEAD},
+    struct { const char *prefix; tl_aeon_verdict v; } cases[] = {
+        {"", TL_AEON_LIVE}, {"n", TL_AEON_LIVE}, {"n <", TL_AEON_DEAD}, {"if n < li", TL_AEON_LIVE}, {"if n < limit then limit else n", TL_AEON_LIVE},
+        {"if n < limit then limit else n <", TL_AEON_DEAD}, {"true", TL_AEON_DEAD}, {"tr", TL_AEON_DEAD}, {"t", TL_AEON_DEAD},
+        {"(n", TL_AEON_LIVE}, {"(n)", TL_AEON_LIVE}, {"(n))", TL_AEON_DEAD}, {"n + ", TL_AEON_LIVE}, {"n +-", TL_AEON_DEAD},
+        {"1e", TL_AEON_DEAD}, {"1.", TL_AEON_DEAD}, {"12", TL_AEON_LIVE}, {"\"a", TL_AEON_DEAD}, {"let x := \"a", TL_AEON_LIVE},
+        {"let x := 1.5e", TL_AEON_LIVE}, {"let x := 1.5e+", TL_AEON_LIVE}, {"let x := \"\\u00", TL_AEON_LIVE},
+        {"let x := \"\\uD8", TL_AEON_DEAD}, {"let x := \"\\N", TL_AEON_DEAD}, {"let in ", TL_AEON_DEAD}, {"let in", TL_AEON_LIVE}, {"let i", TL_AEON_LIVE},
+        {"fun", TL_AEON_DEAD}, {"n < 1 < 2", TL_AEON_DEAD}, {"if n = 1 = ", TL_AEON_DEAD}, {"le", TL_AEON_LIVE}, {"li", TL_AEON_LIVE},
+        {"limit limit", TL_AEON_DEAD}, {"clamp", TL_AEON_DEAD}, {"# comment", TL_AEON_DEAD}, {"?h", TL_AEON_DEAD},
+        {"if !(n < 2) && true then n % 2 else 0", TL_AEON_LIVE}, {"n - -", TL_AEON_DEAD}, {"n -> ", TL_AEON_DEAD},
     };
     tl_strbuf w = TL_STRBUF_INIT;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ae_verdict v = query(&c, cases[i].prefix, strlen(cases[i].prefix), &w);
-        CHECKF(v == cases[i].v, "clamp: '%s' is %s, expected %s (%s)", cases[i].prefix, ae_verdict_name(v),
-               ae_verdict_name(cases[i].v), tl_strbuf_cstr(&w));
-        if (v == AE_LIVE)
+        tl_aeon_verdict v = query(&c, cases[i].prefix, strlen(cases[i].prefix), &w);
+        CHECKF(v == cases[i].v, "clamp: '%s' is %s, expected %s (%s)", cases[i].prefix, tl_aeon_verdict_name(v),
+               tl_aeon_verdict_name(cases[i].v), tl_strbuf_cstr(&w));
+        if (v == TL_AEON_LIVE)
             check_live(&c, cases[i].prefix, strlen(cases[i].prefix), &w);
     }
     /* an Int prefix stays live for a Bool goal: it can become a comparison */
     ctx b;
     CHECK(ctx_open(&b, "big", "def big (k:Int) : Bool := ?hole;", alpha));
-    CHECK(query(&b, "k", 1, &w) == AE_LIVE);
-    CHECK(query(&b, "k + 1", 5, &w) == AE_LIVE && strstr(tl_strbuf_cstr(&w), "k + 1 ") != NULL);
-    CHECK(query(&b, "k < 1 &&", 8, &w) == AE_LIVE);
-    CHECK(query(&b, "\"s\"", 3, &w) == AE_LIVE); /* "s" = "" */
-    CHECK(query(&b, "unit", 4, &w) == AE_LIVE);  /* unit = unit */
+    CHECK(query(&b, "k", 1, &w) == TL_AEON_LIVE);
+    CHECK(query(&b, "k + 1", 5, &w) == TL_AEON_LIVE && strstr(tl_strbuf_cstr(&w), "k + 1 ") != NULL);
+    CHECK(query(&b, "k < 1 &&", 8, &w) == TL_AEON_LIVE);
+    CHECK(query(&b, "\"s\"", 3, &w) == TL_AEON_LIVE); /* "s" = "" */
+    CHECK(query(&b, "unit", 4, &w) == TL_AEON_LIVE);  /* unit = unit */
     /* an arrow goal: a lambda or a partial application */
     ctx f;
     CHECK(ctx_open(&f, "fn", "def add (a:Int) (b:Int) : Int := a + b;\ndef inc : (x:Int) -> Int := ?hole;", alpha));
-    CHECK(query(&f, "add 1", 5, &w) == AE_LIVE && w.len == 5);
-    CHECK(query(&f, "fun y => y + 1", 14, &w) == AE_LIVE && w.len == 14);
-    CHECK(query(&f, "fun y => y + 1 2", 16, &w) == AE_DEAD);
-    CHECK(query(&f, "(fun y => y) 1", 14, &w) == AE_DEAD);
-    CHECK(query(&f, "add 1 2", 7, &w) == AE_DEAD);
+    CHECK(query(&f, "add 1", 5, &w) == TL_AEON_LIVE && w.len == 5);
+    CHECK(query(&f, "fun y => y + 1", 14, &w) == TL_AEON_LIVE && w.len == 14);
+    CHECK(query(&f, "fun y => y + 1 2", 16, &w) == TL_AEON_DEAD);
+    CHECK(query(&f, "(fun y => y) 1", 14, &w) == TL_AEON_DEAD);
+    CHECK(query(&f, "add 1 2", 7, &w) == TL_AEON_DEAD);
     /* work limit: UNKNOWN, never DEAD */
-    ae_engine *tiny;
-    ae_oracle_limits lim = {.max_states = 3};
-    CHECK(ae_engine_new(c.scope, &lim, &tiny, NULL) == TL_OK);
-    ae_state *s0 = ae_state_initial(), *s = ae_state_advance(s0, "if n < 1 then", 13);
-    CHECK(ae_completion_status(tiny, s, &w, NULL) == AE_UNKNOWN);
-    ae_state_free(s);
+    tl_aeon_engine *tiny;
+    tl_aeon_oracle_limits lim = {.max_states = 3};
+    CHECK(tl_aeon_engine_new(c.scope, &lim, &tiny, NULL) == TL_OK);
+    tl_aeon_state *s0 = tl_aeon_state_initial(), *s = tl_aeon_state_advance(s0, "if n < 1 then", 13);
+    CHECK(tl_aeon_completion_status(tiny, s, &w, NULL) == TL_AEON_UNKNOWN);
+    tl_aeon_state_free(s);
     /* text limit */
-    char big[AE_MAX_TEXT + 10];
+    char big[TL_AEON_MAX_TEXT + 10];
     memset(big, ' ', sizeof big);
-    s = ae_state_advance(s0, big, sizeof big);
-    CHECK(ae_completion_status(tiny, s, &w, NULL) == AE_UNKNOWN);
-    ae_state_free(s);
+    s = tl_aeon_state_advance(s0, big, sizeof big);
+    CHECK(tl_aeon_completion_status(tiny, s, &w, NULL) == TL_AEON_UNKNOWN);
+    tl_aeon_state_free(s);
     /* nesting limit: 200 parentheses */
     memset(big, '(', 200);
-    s = ae_state_advance(s0, big, 200);
-    CHECK(ae_completion_status(c.eng, s, &w, NULL) == AE_UNKNOWN);
-    ae_state_free(s);
+    s = tl_aeon_state_advance(s0, big, 200);
+    CHECK(tl_aeon_completion_status(c.eng, s, &w, NULL) == TL_AEON_UNKNOWN);
+    tl_aeon_state_free(s);
     /* deadline in the past */
-    ae_engine_set_deadline(tiny, 1e-9);
-    s = ae_state_advance(s0, "n + 1", 5);
-    CHECK(ae_completion_status(tiny, s, &w, NULL) == AE_UNKNOWN);
-    ae_state_free(s);
-    ae_state_free(s0);
-    ae_engine_free(tiny);
+    tl_aeon_engine_set_deadline(tiny, 1e-9);
+    s = tl_aeon_state_advance(s0, "n + 1", 5);
+    CHECK(tl_aeon_completion_status(tiny, s, &w, NULL) == TL_AEON_UNKNOWN);
+    tl_aeon_state_free(s);
+    tl_aeon_state_free(s0);
+    tl_aeon_engine_free(tiny);
     tl_strbuf_free(&w);
     ctx_close(&c);
     ctx_close(&b);
@@ -322,8 +322,8 @@ int main(void) {
         memset(&c, 0, sizeof c);
         c.name = files[i];
         tl_error err;
-        if (ae_program_load_file(path, &c.prog, &err) || ae_scope_new(c.prog, &c.scope, &err) ||
-            ae_engine_new(c.scope, NULL, &c.eng, &err)) {
+        if (tl_aeon_program_load_file(path, &c.prog, &err) || tl_aeon_scope_new(c.prog, &c.scope, &err) ||
+            tl_aeon_engine_new(c.scope, NULL, &c.eng, &err)) {
             CHECKF(0, "%s: %s", path, err.msg);
             continue;
         }

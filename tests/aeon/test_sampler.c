@@ -23,9 +23,9 @@
 typedef struct fixture {
     tl_model *model;
     tl_backend *be;
-    ae_program *prog;
-    ae_scope *scope;
-    ae_engine *eng;
+    tl_aeon_program *prog;
+    tl_aeon_scope *scope;
+    tl_aeon_engine *eng;
 } fixture;
 
 static bool fixture_open(fixture *f, const char *model, const char *src) {
@@ -33,8 +33,8 @@ static bool fixture_open(fixture *f, const char *model, const char *src) {
     memset(f, 0, sizeof *f);
     tl_session_params sp = {.n_threads = 1};
     if (tl_model_load(tl_fixture(model), &f->model, &err) || tl_backend_local_new(f->model, &sp, &f->be, &err) ||
-        ae_program_load(src, strlen(src), &f->prog, &err) || ae_scope_new(f->prog, &f->scope, &err) ||
-        ae_engine_new(f->scope, NULL, &f->eng, &err)) {
+        tl_aeon_program_load(src, strlen(src), &f->prog, &err) || tl_aeon_scope_new(f->prog, &f->scope, &err) ||
+        tl_aeon_engine_new(f->scope, NULL, &f->eng, &err)) {
         fprintf(stderr, "fixture %s: %s\n", model, err.msg);
         return false;
     }
@@ -42,9 +42,9 @@ static bool fixture_open(fixture *f, const char *model, const char *src) {
 }
 
 static void fixture_close(fixture *f) {
-    ae_engine_free(f->eng);
-    ae_scope_free(f->scope);
-    ae_program_free(f->prog);
+    tl_aeon_engine_free(f->eng);
+    tl_aeon_scope_free(f->scope);
+    tl_aeon_program_free(f->prog);
     tl_backend_free(f->be);
     tl_model_free(f->model);
 }
@@ -92,13 +92,13 @@ static char *token_delta(fixture *f, const int32_t *ids, size_t n, int32_t tok) 
     return out;
 }
 
-static ae_verdict verdict_after(fixture *f, const char *text, const char *delta) {
-    ae_state *s0 = ae_state_initial(), *s1 = ae_state_advance(s0, text, strlen(text));
-    ae_state *s2 = ae_state_advance(s1, delta, strlen(delta));
-    ae_verdict v = ae_completion_status(f->eng, s2, NULL, NULL);
-    ae_state_free(s0);
-    ae_state_free(s1);
-    ae_state_free(s2);
+static tl_aeon_verdict verdict_after(fixture *f, const char *text, const char *delta) {
+    tl_aeon_state *s0 = tl_aeon_state_initial(), *s1 = tl_aeon_state_advance(s0, text, strlen(text));
+    tl_aeon_state *s2 = tl_aeon_state_advance(s1, delta, strlen(delta));
+    tl_aeon_verdict v = tl_aeon_completion_status(f->eng, s2, NULL, NULL);
+    tl_aeon_state_free(s0);
+    tl_aeon_state_free(s1);
+    tl_aeon_state_free(s2);
     return v;
 }
 
@@ -123,26 +123,26 @@ static void test_invalid_top(fixture *f) {
     CHECK(tl_backend_next_logits(f->be, ids, n, logits, NULL, &err) == TL_OK);
     int top = argmax(logits, nv);
     char *d = token_delta(f, ids, n, top);
-    bool top_invalid = !d || verdict_after(f, "", d) != AE_LIVE;
+    bool top_invalid = !d || verdict_after(f, "", d) != TL_AEON_LIVE;
     CHECKF(top_invalid, "the top token '%s' is valid: pick another prompt", d ? d : "(excluded)");
     free(d);
-    ae_state *s0 = ae_state_initial();
-    ae_sampler_config cfg = {.temperature = 0, .max_probes = 4096, .top_k = 4};
-    ae_step_result sr;
-    ae_probe_counts pc = {0};
-    CHECK(ae_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
+    tl_aeon_state *s0 = tl_aeon_state_initial();
+    tl_aeon_sampler_config cfg = {.temperature = 0, .max_probes = 4096, .top_k = 4};
+    tl_aeon_step_result sr;
+    tl_aeon_probe_counts pc = {0};
+    CHECK(tl_aeon_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
     CHECK(sr.first_ranked == top);
     CHECK(sr.token >= 0 && sr.token != top && !sr.is_eos);
     CHECK(pc.rejected + pc.excluded >= 1 && pc.probes >= 2);
     /* it is the best-scoring certified token: every better-ranked one is invalid */
     if (sr.token >= 0) {
-        CHECK(verdict_after(f, "", sr.delta) == AE_LIVE);
+        CHECK(verdict_after(f, "", sr.delta) == TL_AEON_LIVE);
         int better = 0, better_valid = 0;
         for (int i = 0; i < nv; i++) {
             if (logits[i] > logits[sr.token]) {
                 better++;
                 char *di = token_delta(f, ids, n, i);
-                if (di && !tl_vocab_is_eog(f->be->vocab, i) && verdict_after(f, "", di) == AE_LIVE)
+                if (di && !tl_vocab_is_eog(f->be->vocab, i) && verdict_after(f, "", di) == TL_AEON_LIVE)
                     better_valid++;
                 free(di);
             }
@@ -155,23 +155,23 @@ static void test_invalid_top(fixture *f) {
     /* probe limit: one probe cannot certify anything here */
     cfg.max_probes = 1;
     memset(&pc, 0, sizeof pc);
-    CHECK(ae_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
-    CHECK(sr.token < 0 && sr.end == AE_END_PROBE_LIMIT && pc.probes == 1);
+    CHECK(tl_aeon_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
+    CHECK(sr.token < 0 && sr.end == TL_AEON_END_PROBE_LIMIT && pc.probes == 1);
     /* UNKNOWN is never committed nor counted as DEAD: with a work limit of 1
      * most queries stop UNKNOWN and are skipped; a token is committed only
      * when the starved search still found a witness (checked by a full engine) */
-    ae_engine *starved;
-    ae_oracle_limits lim = {.max_states = 1};
-    CHECK(ae_engine_new(f->scope, &lim, &starved, &err) == TL_OK);
+    tl_aeon_engine *starved;
+    tl_aeon_oracle_limits lim = {.max_states = 1};
+    CHECK(tl_aeon_engine_new(f->scope, &lim, &starved, &err) == TL_OK);
     cfg.max_probes = 100000;
     memset(&pc, 0, sizeof pc);
-    CHECK(ae_sample_step(f->be, starved, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
+    CHECK(tl_aeon_sample_step(f->be, starved, ids, n, s0, logits, &cfg, 1, &sr, &pc, &err) == TL_OK);
     CHECK(pc.unknown > 0);
     CHECK(pc.unknown + pc.rejected + pc.excluded + (sr.token >= 0) == pc.probes);
     if (sr.token >= 0)
-        CHECK(verdict_after(f, "", sr.delta) == AE_LIVE);
+        CHECK(verdict_after(f, "", sr.delta) == TL_AEON_LIVE);
     free(sr.delta);
-    ae_engine_free(starved);
+    tl_aeon_engine_free(starved);
     /* EOS: ranked first but the text is empty -> excluded; after "n" -> taken,
      * even with an invalid token ranked above it */
     int32_t eos = tl_vocab_eos(f->be->vocab);
@@ -180,16 +180,16 @@ static void test_invalid_top(fixture *f) {
     memcpy(boosted, logits, sizeof *boosted * (size_t)nv);
     boosted[eos] = logits[top] + 100;
     cfg.max_probes = 4096;
-    CHECK(ae_sample_step(f->be, f->eng, ids, n, s0, boosted, &cfg, 1, &sr, &pc, &err) == TL_OK);
+    CHECK(tl_aeon_sample_step(f->be, f->eng, ids, n, s0, boosted, &cfg, 1, &sr, &pc, &err) == TL_OK);
     CHECK(sr.token >= 0 && !sr.is_eos);
     free(sr.delta);
-    ae_state *sn = ae_state_advance(s0, " n", 2);
+    tl_aeon_state *sn = tl_aeon_state_advance(s0, " n", 2);
     boosted[eos] = logits[top] - 0.001f; /* second, behind the invalid top token */
     memset(&pc, 0, sizeof pc);
-    CHECK(ae_sample_step(f->be, f->eng, ids, n, sn, boosted, &cfg, 1, &sr, &pc, &err) == TL_OK);
+    CHECK(tl_aeon_sample_step(f->be, f->eng, ids, n, sn, boosted, &cfg, 1, &sr, &pc, &err) == TL_OK);
     CHECK(sr.is_eos && sr.token == eos && pc.probes == 2);
-    ae_state_free(sn);
-    ae_state_free(s0);
+    tl_aeon_state_free(sn);
+    tl_aeon_state_free(s0);
     free(boosted);
     free(logits);
     free(ids);
@@ -201,29 +201,29 @@ static void test_attempts(fixture *f, const char *name, double temperature, int 
     int32_t *ids = tokenize(f, "def clamp (n:Int) : Int := ", &n);
     CHECK(ids != NULL);
     for (int k = 0; ids && k < 3; k++) {
-        ae_sampler_config cfg = {.temperature = temperature, .seed = (uint64_t)k, .max_tokens = max_tokens,
+        tl_aeon_sampler_config cfg = {.temperature = temperature, .seed = (uint64_t)k, .max_tokens = max_tokens,
                                  .max_probes = 4096, .top_k = 32};
-        ae_attempt at;
+        tl_aeon_attempt at;
         tl_error err;
-        CHECK(ae_sample_attempt(f->be, f->eng, ids, n, &cfg, &at, &err) == TL_OK);
+        CHECK(tl_aeon_sample_attempt(f->be, f->eng, ids, n, &cfg, &at, &err) == TL_OK);
         CHECK(at.n_tokens <= max_tokens);
         CHECK(at.counts.probes >= at.n_tokens);
         /* the prefix cache: after the prompt, each committed token costs one token of compute */
         CHECKF(at.usage.computed_tokens <= (int64_t)n + at.n_tokens, "computed %lld for %zu + %d tokens",
                (long long)at.usage.computed_tokens, n, at.n_tokens);
-        if (at.end == AE_END_COMPLETE) {
-            ae_validation v;
-            CHECK(ae_validate(f->prog, at.text, at.text_len, &v, &err) == TL_OK);
+        if (at.end == TL_AEON_END_COMPLETE) {
+            tl_aeon_validation v;
+            CHECK(tl_aeon_validate(f->prog, at.text, at.text_len, &v, &err) == TL_OK);
             CHECKF(v.parsed && v.typed, "%s: completed '%s' rejected: %s", name, at.text, v.message);
             CHECK(tl_vocab_is_eog(f->be->vocab, at.tokens[at.n_tokens - 1]));
         } else {
-            CHECK(at.end == AE_END_TOKEN_LIMIT || at.end == AE_END_EXHAUSTED || at.end == AE_END_PROBE_LIMIT);
+            CHECK(at.end == TL_AEON_END_TOKEN_LIMIT || at.end == TL_AEON_END_EXHAUSTED || at.end == TL_AEON_END_PROBE_LIMIT);
         }
         fprintf(stderr, "%s T=%.1f seed %d: %s '%s' tokens %d probes %lld rejected %lld excluded %lld unknown %lld\n",
-                name, temperature, k, ae_attempt_end_name(at.end), at.text ? at.text : "", at.n_tokens,
+                name, temperature, k, tl_aeon_attempt_end_name(at.end), at.text ? at.text : "", at.n_tokens,
                 (long long)at.counts.probes, (long long)at.counts.rejected, (long long)at.counts.excluded,
                 (long long)at.counts.unknown);
-        ae_attempt_free(&at);
+        tl_aeon_attempt_free(&at);
     }
     free(ids);
 }
@@ -254,22 +254,22 @@ static void test_eos_attempts(fixture *f) {
     fixture g = *f;
     tl_error err0;
     const char *story = "def story (she:Int) (he:Int) (they:Int) : Int := ?hole;";
-    CHECK(ae_program_load(story, strlen(story), &g.prog, &err0) == TL_OK && ae_scope_new(g.prog, &g.scope, &err0) == TL_OK &&
-          ae_engine_new(g.scope, NULL, &g.eng, &err0) == TL_OK);
+    CHECK(tl_aeon_program_load(story, strlen(story), &g.prog, &err0) == TL_OK && tl_aeon_scope_new(g.prog, &g.scope, &err0) == TL_OK &&
+          tl_aeon_engine_new(g.scope, NULL, &g.eng, &err0) == TL_OK);
     f = &g;
     size_t n;
     int32_t *ids = tokenize(f, "Once upon a time, there was a little girl. One day,", &n);
     int complete = 0;
     for (int k = 0; ids && k < 4; k++) {
-        ae_sampler_config cfg = {.temperature = k == 0 ? 0 : 1.0, .seed = (uint64_t)k, .max_tokens = 16,
+        tl_aeon_sampler_config cfg = {.temperature = k == 0 ? 0 : 1.0, .seed = (uint64_t)k, .max_tokens = 16,
                                  .max_probes = 4096, .top_k = 8};
-        ae_attempt at;
+        tl_aeon_attempt at;
         tl_error err;
-        CHECK(ae_sample_attempt(&biased, f->eng, ids, n, &cfg, &at, &err) == TL_OK);
-        if (at.end == AE_END_COMPLETE) {
+        CHECK(tl_aeon_sample_attempt(&biased, f->eng, ids, n, &cfg, &at, &err) == TL_OK);
+        if (at.end == TL_AEON_END_COMPLETE) {
             complete++;
-            ae_validation v;
-            CHECK(ae_validate(f->prog, at.text, at.text_len, &v, &err) == TL_OK && v.typed);
+            tl_aeon_validation v;
+            CHECK(tl_aeon_validate(f->prog, at.text, at.text_len, &v, &err) == TL_OK && v.typed);
             CHECK(at.tokens[at.n_tokens - 1] == tl_vocab_eos(f->be->vocab));
             if (cfg.temperature == 0) {
                 /* EOS ranked first at every step but was excluded until the text was complete */
@@ -280,15 +280,15 @@ static void test_eos_attempts(fixture *f) {
             CHECK(at.counts.rejected + at.counts.excluded >= 1);
         }
         fprintf(stderr, "EOS-biased T=%.0f seed %d: %s '%s' tokens %d probes %lld rejected %lld excluded %lld\n",
-                cfg.temperature, k, ae_attempt_end_name(at.end), at.text ? at.text : "", at.n_tokens,
+                cfg.temperature, k, tl_aeon_attempt_end_name(at.end), at.text ? at.text : "", at.n_tokens,
                 (long long)at.counts.probes, (long long)at.counts.rejected, (long long)at.counts.excluded);
-        ae_attempt_free(&at);
+        tl_aeon_attempt_free(&at);
     }
     CHECK(complete >= 1);
     free(ids);
-    ae_engine_free(g.eng);
-    ae_scope_free(g.scope);
-    ae_program_free(g.prog);
+    tl_aeon_engine_free(g.eng);
+    tl_aeon_scope_free(g.scope);
+    tl_aeon_program_free(g.prog);
 }
 
 /* Wilson-Hilferty upper quantile of chi-square(df) at z standard deviations. */
@@ -317,7 +317,7 @@ static void test_distribution(fixture *f) {
         if (tl_vocab_is_eog(f->be->vocab, i))
             continue; /* the empty text is not accepting */
         char *d = token_delta(f, ids, n, i);
-        if (d && verdict_after(f, "", d) == AE_LIVE) {
+        if (d && verdict_after(f, "", d) == TL_AEON_LIVE) {
             p[i] = exp((logits[i] - maxl) / T);
             z += p[i];
             n_allowed++;
@@ -328,13 +328,13 @@ static void test_distribution(fixture *f) {
     for (int i = 0; i < nv; i++)
         p[i] /= z;
     const int N = 8000;
-    ae_state *s0 = ae_state_initial();
-    ae_sampler_config cfg = {.temperature = T, .max_probes = 100000, .top_k = 32};
+    tl_aeon_state *s0 = tl_aeon_state_initial();
+    tl_aeon_sampler_config cfg = {.temperature = T, .max_probes = 100000, .top_k = 32};
     int bad = 0;
     for (int s = 0; s < N; s++) {
-        ae_step_result sr;
-        ae_probe_counts pc = {0};
-        if (ae_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1000 + (uint64_t)s * 7919, &sr, &pc, &err) ||
+        tl_aeon_step_result sr;
+        tl_aeon_probe_counts pc = {0};
+        if (tl_aeon_sample_step(f->be, f->eng, ids, n, s0, logits, &cfg, 1000 + (uint64_t)s * 7919, &sr, &pc, &err) ||
             sr.token < 0 || p[sr.token] == 0) {
             bad++;
         } else {
@@ -377,7 +377,7 @@ static void test_distribution(fixture *f) {
             chi2_wrong += (count[i] - e) * (count[i] - e) / e;
     }
     CHECK(chi2_wrong > crit);
-    ae_state_free(s0);
+    tl_aeon_state_free(s0);
     free(count);
     free(p);
     free(logits);

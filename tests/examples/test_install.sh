@@ -20,9 +20,11 @@ libdir=$(pkg-config --variable=libdir typellm)
 [ -f "$tmp/prefix/include/typellm/typellm.h" ] || fail "headers not installed"
 soname=$(objdump -p "$libdir/libtypellm.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = libtypellm.so.0 ] || fail "SONAME is '$soname'"
-# Exported: the public API (tl_*, and Aeon's ae_*), nothing else of ours.
+# Exported: the public API, all of it prefixed tl_ (Aeon's calls are tl_aeon_*),
+# nothing else of ours (issue 11: `nm -D --defined-only libtypellm.so | grep -v ' tl_'`
+# shows nothing but the loader's _init/_fini).
 defined=$(nm -D --defined-only "$libdir/libtypellm.so")
-others=$(awk '{print $3}' <<<"$defined" | grep -v -E '^(tl_|ae_|_init$|_fini$)' || true)
+others=$(awk '{print $3}' <<<"$defined" | grep -v -E '^(tl_|_init$|_fini$)' || true)
 [ -z "$others" ] || fail "libtypellm.so exports non-API symbols: $others"
 for priv in tl_dschema_parse tl_decide_json tl_labelset_fill; do
   if grep -q " $priv\$" <<<"$defined"; then fail "private $priv is exported"; fi

@@ -17,17 +17,10 @@ import time
 import urllib.error
 import urllib.request
 
+from checks import check, finish
+
 PORT, PID = int(sys.argv[1]), int(sys.argv[2])
 BASE = f"http://127.0.0.1:{PORT}"
-checks = failures = 0
-
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def call(path, body=None, raw=None, timeout=60):
@@ -157,5 +150,4 @@ th.join()
 check(events and events[-1] == b"[DONE]" and len(events) > 300,
       f"the running stream finished: {len(events)} events, last {events[-1][:40] if events else None}")
 
-print(f"robustness_check: {checks} checks, {failures} failures")
-sys.exit(1 if failures else 0)
+finish("robustness_check")

@@ -13,19 +13,11 @@ import time
 import urllib.error
 import urllib.request
 
+from checks import check, finish
+
 PORT, KEY = int(sys.argv[1]), sys.argv[2]
 BASE = f"http://127.0.0.1:{PORT}"
 FIX = os.environ["TL_FIXTURES"]
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def call(path, body=None, key=KEY, raw=None, method=None):
@@ -267,5 +259,4 @@ threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
 [t.join() for t in threads]
 check(all(results[i]["output_ids"] == singles[i % 3]["output_ids"] for i in range(8)), "8 concurrent clients, same outputs")
 
-print(f"sglang_api_check: {checks} checks, {failures} failures", file=sys.stderr)
-sys.exit(1 if failures else 0)
+finish("sglang_api_check", sys.stderr)

@@ -2,7 +2,8 @@
 protocols.md against a running `typellm serve` (qwen2-d64-q8_0, ChatML):
 exact answer shapes, TypeSafe's confidence formulas, independence of
 questions (and of their ids), the error table, /v1/models and /v1/decide
-(equal to `typellm decide` run locally)."""
+(equal to `typellm decide` run locally, also for an array-of-objects schema,
+which /v1/chat/completions' json_schema response format decides validly)."""
 import json
 import math
 import os
@@ -12,20 +13,12 @@ import threading
 import urllib.error
 import urllib.request
 
+from checks import check, finish
+
 PORT, KEY, SCRATCH = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 BASE = f"http://127.0.0.1:{PORT}"
 FIX, BIN = os.environ["TL_FIXTURES"], os.environ["TL_BIN"]
 MODEL = f"{FIX}/models/qwen2-d64-q8_0.gguf"
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
 
 
 def call(path, body=None, key=KEY, raw=None):
@@ -221,10 +214,19 @@ for mode in ("sequential", "batch", "auto"):
         rp = remote["fields"][f].get("probabilities", {})
         check(set(rp) == set(lf.get("probabilities", {})) and
               all(abs(rp[k] - v) < 1e-9 for k, v in lf.get("probabilities", {}).items()), f"{mode}/{f}: probabilities")
+# the same schema as an OpenAI json_schema response format (decided by tl_decide): valid content
+st, body, _ = call("/v1/chat/completions", {"model": ex["model"], "messages": [{"role": "user", "content": context}],
+                                            "response_format": {"type": "json_schema",
+                                                                "json_schema": {"name": "order", "schema": aschema}}})
+check(st == 200, f"chat json_schema, array of objects: {st} {body}")
+if st == 200:
+    import jsonschema
+    content = json.loads(body["choices"][0]["message"]["content"])
+    errs = list(jsonschema.Draft202012Validator(aschema).iter_errors(content))
+    check(not errs and isinstance(content.get("items"), list), f"chat json_schema content {content}: {errs[:2]}")
 st, body, _ = call("/v1/decide", {"context": context, "schema": {"type": "object", "properties": {"x": {"type": "string", "enum": []}}}})
 check(st == 422 and "/properties/x" in json.dumps(body), f"/v1/decide bad schema -> 422 with path: {body}")
 st, body, _ = call("/v1/decide", {"context": context})
 check(st == 422 and body["detail"][0]["loc"] == ["body", "schema"], "/v1/decide missing schema")
 
-print(f"systemone_check: {checks} checks, {failures} failures", file=sys.stderr)
-sys.exit(1 if failures else 0)
+finish("systemone_check", sys.stderr)

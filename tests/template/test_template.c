@@ -56,6 +56,10 @@ int main(void) {
     expect("{{ [1, 'a', none, true, {'k': (1,)}] }}", NULL, "[1, 'a', None, True, {'k': (1,)}]");
     expect("{{ \"it's\" }} {{ ['it\\'s'] }}", NULL, "it's [\"it's\"]");
     expect("{{ 'abc'[::-1] }}{{ 'héllo'[1:3] }}{{ [1,2,3][-1] }}{{ 'x' ~ 1 ~ none }}", NULL, "cbaél3x1None");
+    /* slice bounds past either end, negative steps (Python's adjustment; values from jinja2) */
+    expect("{{ 'abcdef'[-1:-10:-1] }}|{{ 'abcdef'[10:2:-2] }}|{{ [1,2,3][-5:] }}|{{ 'abcdef'[-2:1:-1] }}|"
+           "{{ 'abcdef'[1:-1] }}",
+           NULL, "fedcba|fd|[1, 2, 3]|edc|bcde");
     expect("{{ 1 < 2 < 3 }} {{ 'b' in 'abc' }} {{ 2 not in [1] }} {{ 'a' if false }}|", NULL, "True True True |");
     expect("{{ x.y is defined }} {{ x is mapping }} {{ x.z | default('d') }} {{ u | length }}", "{\"x\":{\"y\":1}}",
            "True True d 0");

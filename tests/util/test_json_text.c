@@ -23,6 +23,11 @@ int main(void) {
     check_real(1.0, "1.0");
     check_real(-2.0, "-2.0");
     check_real(444444444444.0, "444444444444.0");
+    check_real(120.0, "120.0"); /* fewest digits is "1.2e+02": integers below 1e16 are written out */
+    check_real(-3000.0, "-3000.0");
+    check_real(1e15, "1000000000000000.0");
+    check_real(1e16, "1e+16");
+    check_real(1.5e300, "1.5e+300");
     check_real(1e-300, "1e-300");
     check_real(0.125, "0.125");
     check_real(1.0 / 3.0, "0.3333333333333333");
