@@ -106,8 +106,10 @@ int tl_cmd_generate(int argc, char **argv) {
     sm.filter.top_k = (int32_t)top_k;
     tl_error err = {0};
     tl_model *m = NULL;
-    if (tl_cli_model_load("generate", model_path, no_mmap, &m) != TL_OK)
+    if (tl_cli_model_load("generate", model_path, no_mmap, &m) != TL_OK) {
+        json_decref(vars);
         return 1;
+    }
     const tl_vocab *v = tl_model_vocab(m);
     int32_t n_vocab = tl_model_n_vocab(m);
     int rc = 1;
