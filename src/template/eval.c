@@ -861,6 +861,17 @@ static void run_for(tl_render_state *st, tl_scope *sc, const tl_node *n, const t
     }
 }
 
+/* The output of a block's body (n->a), captured, through its filter chain
+ * (n->b): the value of {% set x %}...{% endset %} and {% filter %} blocks. */
+static tl_val filtered_body(tl_render_state *st, tl_scope *sc, const tl_node *n) {
+    tl_strbuf *saved = st->out;
+    st->out = tl_tpl_capture_push(st);
+    exec(st, sc, n->a);
+    tl_val v = tl_tpl_capture_pop(st);
+    st->out = saved;
+    return apply_chain(st, sc, n->b, v);
+}
+
 static void exec(tl_render_state *st, tl_scope *sc, const tl_node *n) {
     tl_tpl_step(st, n->pos);
     st->pos = n->pos;
@@ -901,15 +912,9 @@ static void exec(tl_render_state *st, tl_scope *sc, const tl_node *n) {
             assign_targets(st, sc, n, v);
         break;
     }
-    case N_SETBLOCK: {
-        tl_strbuf *saved = st->out;
-        st->out = tl_tpl_capture_push(st);
-        exec(st, sc, n->a);
-        tl_val v = tl_tpl_capture_pop(st);
-        st->out = saved;
-        scope_set(st, sc, n->names[0], apply_chain(st, sc, n->b, v));
+    case N_SETBLOCK:
+        scope_set(st, sc, n->names[0], filtered_body(st, sc, n));
         break;
-    }
     case N_MACRO:
         scope_set(st, sc, n->name, func_val(st, FN_MACRO, n, sc, (tl_val){0}, (tl_str){0}));
         break;
@@ -928,12 +933,8 @@ static void exec(tl_render_state *st, tl_scope *sc, const tl_node *n) {
         break;
     }
     case N_FILTERBLOCK: {
-        tl_strbuf *saved = st->out;
-        st->out = tl_tpl_capture_push(st);
-        exec(st, sc, n->a);
-        tl_val v = tl_tpl_capture_pop(st);
-        st->out = saved;
-        tl_val_str_to(st, st->out, apply_chain(st, sc, n->b, v));
+        tl_val v = filtered_body(st, sc, n);
+        tl_val_str_to(st, st->out, v);
         break;
     }
     case N_BREAK: st->signal = 1; break;
