@@ -181,6 +181,10 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
 #ifdef TL_ENGINE_AVX2
 /* ---- AVX2 + FMA --------------------------------------------------------- */
 
+/* Loops over a tile's rows and vectors unrolled: their accumulators then
+ * stay in registers (at -O2 GCC keeps a loop-indexed array in memory). */
+#define UNROLL_ALL _Pragma("GCC unroll 16")
+
 enum { QK_ROWS = 6, PV_ROWS = 3 }; /* query rows per register tile (12 accumulators each) */
 
 /* s_a[r] = scale * sum_d q_a[d] * k_r[d] for the 16 rows r of one K block
@@ -188,18 +192,18 @@ enum { QK_ROWS = 6, PV_ROWS = 3 }; /* query rows per register tile (12 accumulat
 TL_AVX2_INLINE void qk_tile(const float *kt, int64_t dk, const float *const *qa, float *const *sa, float scale,
                             const int NA) {
     __m256 acc[QK_ROWS][2];
-    for (int a = 0; a < NA; a++)
+    UNROLL_ALL for (int a = 0; a < NA; a++)
         acc[a][0] = acc[a][1] = _mm256_setzero_ps();
     for (int64_t d = 0; d < dk; d++) {
         __m256 k0 = _mm256_loadu_ps(kt + d * TL_KV_BLOCK), k1 = _mm256_loadu_ps(kt + d * TL_KV_BLOCK + 8);
-        for (int a = 0; a < NA; a++) {
+        UNROLL_ALL for (int a = 0; a < NA; a++) {
             __m256 qd = _mm256_broadcast_ss(qa[a] + d);
             acc[a][0] = _mm256_fmadd_ps(qd, k0, acc[a][0]);
             acc[a][1] = _mm256_fmadd_ps(qd, k1, acc[a][1]);
         }
     }
     __m256 sc = _mm256_set1_ps(scale);
-    for (int a = 0; a < NA; a++) {
+    UNROLL_ALL for (int a = 0; a < NA; a++) {
         _mm256_storeu_ps(sa[a], _mm256_mul_ps(acc[a][0], sc));
         _mm256_storeu_ps(sa[a] + 8, _mm256_mul_ps(acc[a][1], sc));
     }
@@ -225,25 +229,25 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
     const tl_layer_weights *w = &J->m->layers[J->layer];
     int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
     __m256 acc[PV_ROWS][4];
-    for (int a = 0; a < NA; a++)
-        for (int v = 0; v < NV; v++)
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        UNROLL_ALL for (int v = 0; v < NV; v++)
             acc[a][v] = _mm256_loadu_ps(oa[a] + i0 + 8 * v);
     for (int32_t j = j0; j < j1;) {
         int32_t blk_end = (j / TL_KV_BLOCK + 1) * TL_KV_BLOCK, end = blk_end < j1 ? blk_end : j1;
         const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv + i0;
         for (; j < end; j++, vr += kv_v) {
             __m256 p[PV_ROWS];
-            for (int a = 0; a < NA; a++)
+            UNROLL_ALL for (int a = 0; a < NA; a++)
                 p[a] = _mm256_broadcast_ss(pa[a] + j);
-            for (int v = 0; v < NV; v++) {
+            UNROLL_ALL for (int v = 0; v < NV; v++) {
                 __m256 x = _mm256_loadu_ps(vr + 8 * v);
-                for (int a = 0; a < NA; a++)
+                UNROLL_ALL for (int a = 0; a < NA; a++)
                     acc[a][v] = _mm256_fmadd_ps(p[a], x, acc[a][v]);
             }
         }
     }
-    for (int a = 0; a < NA; a++)
-        for (int v = 0; v < NV; v++)
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        UNROLL_ALL for (int v = 0; v < NV; v++)
             _mm256_storeu_ps(oa[a] + i0 + 8 * v, acc[a][v]);
 }
 
@@ -443,7 +447,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
         sc->tiles[n] = n_tok;
         J.tiles = sc->tiles, J.n_tiles = n, J.scores = sc->buf;
         grain = grain / TILE > 1 ? grain / TILE : 1;
-        tl_pool_run(pool, (int64_t)n * w->n_head_kv, grain, attention_tiles, &J);
+        tl_pool_run_dynamic(pool, (int64_t)n * w->n_head_kv, grain, attention_tiles, &J);
         return TL_OK;
     }
 #endif

@@ -31,6 +31,11 @@ int tl_pool_size(const tl_pool *p);
  * thread takes part. Not reentrant from inside fn. */
 typedef void (*tl_pool_fn)(void *arg, int64_t begin, int64_t end, int thread);
 void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg);
+/* Like tl_pool_run, but the chunks of grain items are handed out one at a
+ * time to whichever thread is free (thread: the one running the call), so a
+ * slower or descheduled core takes fewer. Only for work whose every item's
+ * result is independent of which call, chunk or thread computes it. */
+void tl_pool_run_dynamic(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg);
 
 /* ---- rows ---------------------------------------------------------------- */
 

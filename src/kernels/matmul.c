@@ -10,6 +10,16 @@
 /* Rows per pool chunk: a multiple of every kernel's row tile, big enough that
  * the per-chunk unpack buffers are amortized. */
 #define ROW_GRAIN 16
+/* From this many tokens on, row chunks go to whichever thread is free
+ * (tl_pool_run_dynamic): a chunk is then long enough that claiming it costs
+ * nothing, and a core slowed by the machine's other work takes fewer. Below
+ * it (decode) each thread keeps its fixed slice. */
+#define DYNAMIC_MIN_TOK 8
+
+static void run_rows(tl_pool *p, int64_t n_tok, int64_t n, int64_t grain, tl_pool_fn fn, void *arg) {
+    if (n_tok >= DYNAMIC_MIN_TOK) tl_pool_run_dynamic(p, n, grain, fn, arg);
+    else tl_pool_run(p, n, grain, fn, arg);
+}
 
 typedef struct {
     const tl_matrix *W;
@@ -110,7 +120,7 @@ void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *
         mj.first[k + 1] = mj.first[k] + (W[k]->n_out + ROW_GRAIN - 1) / ROW_GRAIN;
     }
     if (quant) tl_pool_run(p, n_tok, 4, act_rows, &mj.job[0]);
-    tl_pool_run(p, mj.first[n], 1, multi_rows, &mj);
+    run_rows(p, n_tok, mj.first[n], 1, multi_rows, &mj);
     free(buf);
 }
 
@@ -118,7 +128,7 @@ void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, fl
     if (n_tok <= 0 || W->n_out <= 0) return;
     matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id()};
     if (is_float(W->type)) {
-        tl_pool_run(p, W->n_out, ROW_GRAIN, float_rows, &job);
+        run_rows(p, n_tok, W->n_out, ROW_GRAIN, float_rows, &job);
         return;
     }
     if (!tl_kernels_supports(W->type) || W->n_in % QK32) return;
@@ -127,6 +137,6 @@ void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, fl
     if (!buf) return;
     job.act = &act;
     tl_pool_run(p, n_tok, 4, act_rows, &job);
-    tl_pool_run(p, W->n_out, ROW_GRAIN, quant_rows, &job);
+    run_rows(p, n_tok, W->n_out, ROW_GRAIN, quant_rows, &job);
     free(buf);
 }

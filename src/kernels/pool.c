@@ -10,7 +10,12 @@
  * otherwise stall the whole step). A slice is claimed by one compare-and-swap
  * of its generation stamp, so it runs exactly once. A decode step issues
  * hundreds of short runs, so idle workers spin briefly before sleeping on a
- * condition variable; the caller only signals when someone sleeps. */
+ * condition variable; the caller only signals when someone sleeps.
+ *
+ * tl_pool_run_dynamic keeps all of this but makes a slice a loop: each
+ * thread that runs one takes the next unclaimed chunk (one atomic counter)
+ * until none is left, so the threads finish together even when one core is
+ * slower (a busy or virtual machine). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -38,6 +43,8 @@ struct tl_pool {
     tl_pool_fn fn;
     void *arg;
     int64_t n, grain;
+    int dynamic;               /* chunks handed out through next_chunk */
+    atomic_llong next_chunk;
 };
 
 typedef struct {
@@ -56,6 +63,11 @@ static inline void cpu_relax(void) {
 static void run_slice(tl_pool *p, int thread) {
     int64_t grain = p->grain;
     int64_t nc = (p->n + grain - 1) / grain;
+    if (p->dynamic) {
+        for (int64_t c; (c = atomic_fetch_add_explicit(&p->next_chunk, 1, memory_order_relaxed)) < nc;)
+            p->fn(p->arg, c * grain, c * grain + grain < p->n ? c * grain + grain : p->n, thread);
+        return;
+    }
     int64_t T = p->n_threads;
     int64_t c0 = nc * thread / T, c1 = nc * (thread + 1) / T;
     int64_t begin = c0 * grain, end = c1 * grain;
@@ -129,6 +141,7 @@ tl_pool *tl_pool_new(int n_threads) {
     atomic_init(&p->remaining, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->next_chunk, 0);
     for (int i = 0; i < n_threads; i++) atomic_init(&p->claimed[i], 0);
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
@@ -169,7 +182,7 @@ void tl_pool_free(tl_pool *p) {
 
 int tl_pool_size(const tl_pool *p) { return p ? p->n_threads : 1; }
 
-void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg) {
+static void pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg, int dynamic) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     if (!p || p->n_threads == 1 || n <= grain) {
@@ -180,6 +193,8 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
     p->arg = arg;
     p->n = n;
     p->grain = grain;
+    p->dynamic = dynamic;
+    atomic_store_explicit(&p->next_chunk, 0, memory_order_relaxed);
     atomic_store(&p->remaining, p->n_threads - 1);
     unsigned g = atomic_fetch_add(&p->generation, 1) + 1; /* publishes the job */
     if (atomic_load(&p->sleepers) > 0) {
@@ -201,4 +216,12 @@ void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg)
         if (++spins < POOL_SPIN) cpu_relax();
         else sched_yield();
     }
+}
+
+void tl_pool_run(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg) {
+    pool_run(p, n, grain, fn, arg, 0);
+}
+
+void tl_pool_run_dynamic(tl_pool *p, int64_t n, int64_t grain, tl_pool_fn fn, void *arg) {
+    pool_run(p, n, grain, fn, arg, 1);
 }

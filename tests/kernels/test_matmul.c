@@ -7,8 +7,11 @@
  *   (c) each SIMD path agrees with the scalar path within a small tolerance
  *       (the AMX path where the CPU has AMX; it is skipped, saying so, elsewhere);
  *       the AVX2 integer kernels give exactly its bits.
- * Also the thread pool's split: every index exactly once, by a fixed thread. */
+ * Also the thread pool's split: every index exactly once, by a fixed thread;
+ * and its dynamic runs: every index exactly once, in whole chunks, never by
+ * two calls at once under one thread index. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "gguf/gguf.h"
@@ -28,6 +31,48 @@ typedef struct { int *hits; int *owner; } cover_arg;
 static void cover(void *v, int64_t b, int64_t e, int thread) {
     cover_arg *a = v;
     for (int64_t i = b; i < e; i++) { a->hits[i]++; a->owner[i] = thread; }
+}
+
+/* Dynamic runs: chunks of grain items handed to whoever is free. Each call
+ * marks its thread slot busy, so two calls sharing a slot (which would share
+ * that thread's scratch) are caught. */
+typedef struct {
+    int *hits;
+    int64_t grain, n;
+    int n_threads;
+    _Atomic int busy[8];
+    _Atomic int bad;
+} dyn_arg;
+static void dyn_cover(void *v, int64_t b, int64_t e, int thread) {
+    dyn_arg *a = v;
+    if (thread < 0 || thread >= a->n_threads || atomic_exchange(&a->busy[thread], 1)) {
+        atomic_fetch_add(&a->bad, 1);
+        return;
+    }
+    if (b % a->grain || (e != a->n && e - b != a->grain)) atomic_fetch_add(&a->bad, 1);
+    for (int64_t i = b; i < e; i++) a->hits[i]++;
+    atomic_store(&a->busy[thread], 0);
+}
+
+static void check_pool_dynamic(tl_pool *p, int nt) {
+    int bad_runs = 0;
+    for (int r = 0; r < 3000; r++) {
+        static const int64_t ns[] = {1, 5, 64, 333, 1000};
+        int64_t n = ns[r % 5], grain = 1 + r % 7;
+        int hits[1000] = {0};
+        dyn_arg a = {.hits = hits, .grain = grain, .n = n, .n_threads = nt};
+        tl_pool_run_dynamic(p, n, grain, dyn_cover, &a);
+        int ok = atomic_load(&a.bad) == 0;
+        for (int64_t i = 0; i < n; i++) ok &= hits[i] == 1;
+        bad_runs += !ok;
+        if (r % 100 == 0) { /* static runs between dynamic ones still split as before */
+            int sh[64] = {0}, so[64];
+            cover_arg c = {sh, so};
+            tl_pool_run(p, 64, 1, cover, &c);
+            for (int i = 0; i < 64; i++) bad_runs += sh[i] != 1 || !(64 * so[i] / nt <= i && i < 64 * (so[i] + 1) / nt);
+        }
+    }
+    CHECKF(bad_runs == 0, "pool %d threads: %d of 3000 dynamic runs ran an index twice or never, or shared a thread slot", nt, bad_runs);
 }
 
 static void check_pool(void) {
@@ -66,6 +111,7 @@ static void check_pool(void) {
             bad_runs += !ok || memcmp(owner, owner0, sizeof owner) != 0;
         }
         CHECKF(bad_runs == 0, "pool %d threads: %d of 2000 short runs ran an index twice, never, or on another slot", nt, bad_runs);
+        check_pool_dynamic(p, nt);
         tl_pool_free(p);
     }
 }
