@@ -33,6 +33,7 @@ void fwd_scratch_free(fwd_scratch *sc) {
     tl_moe_scratch_free(sc->moe);
     tl_dnet_scratch_free(sc->dnet);
     tl_attn_scratch_free(&sc->att);
+    free(sc->kept);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -383,6 +384,41 @@ static tl_status scratch_reserve(const tl_model *m, tl_pool *pool, fwd_scratch *
     return TL_OK;
 }
 
+/* Moves the rows of the tokens with out >= 0 (residual stream, queries, the
+ * query gates) to the front, in order, and makes them the pass's tokens.
+ * Every later step is per token, so their results keep the same bits. */
+static tl_status keep_outputs(pass *P, fwd_scratch *sc, bool gated_q, tl_error *err) {
+    const tl_model *m = P->m;
+    int32_t n = 0;
+    for (int32_t t = 0; t < P->n_tok; t++)
+        n += P->toks[t].out >= 0;
+    if (n == P->n_tok)
+        return TL_OK;
+    if ((size_t)n > sc->cap_kept) {
+        fwd_token *k = realloc(sc->kept, sizeof *k * (size_t)n);
+        if (!k)
+            return tl_error_set(err, TL_ERR_NOMEM, "out of memory for %d tokens", n);
+        sc->kept = k;
+        sc->cap_kept = (size_t)n;
+    }
+    int64_t E = m->n_embd, nq = (int64_t)m->n_head * P->w->head_dim_k;
+    int32_t j = 0;
+    for (int32_t t = 0; t < P->n_tok; t++) {
+        if (P->toks[t].out < 0)
+            continue;
+        if (j != t) { /* j < t: a row moves only to an earlier place */
+            memcpy(P->x + j * E, P->x + t * E, sizeof(float) * (size_t)E);
+            memcpy(P->q + j * nq, P->q + t * nq, sizeof(float) * (size_t)nq);
+            if (gated_q)
+                memcpy(P->f + j * P->fused_stride, P->f + t * P->fused_stride, sizeof(float) * (size_t)P->fused_stride);
+        }
+        sc->kept[j++] = P->toks[t];
+    }
+    P->toks = sc->kept;
+    P->n_tok = n;
+    return TL_OK;
+}
+
 tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch *sc, const fwd_token *toks,
                      int32_t n_tok, float *hidden_out, tl_error *err) {
     if (n_tok <= 0)
@@ -426,10 +462,17 @@ tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch 
                     tl_pool_run(pool, n_tok, grain_for(w->wq.n_out), q_gate_split_rows, &P);
             }
             tl_pool_run(pool, n_tok, grain_for(nq + nv), qk_prepare_rows, &P);
+            if (l == m->n_layer - 1) {
+                /* every K/V row is stored: from here on only the tokens whose states are wanted */
+                if ((st = keep_outputs(&P, sc, gated_q, err)) != TL_OK)
+                    return st;
+                if ((n_tok = P.n_tok) == 0)
+                    return TL_OK;
+            }
             /* attention output (n_tok, n_head * head_dim_v) goes into h */
             tl_attn_params ap = {
                 .scale = w->attn_scale, .softcap = m->attn_softcap, .window = w->window, .sinks = w->sinks};
-            if ((st = tl_attention(pool, m, c, l, &ap, toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
+            if ((st = tl_attention(pool, m, c, l, &ap, P.toks, n_tok, P.q, P.h, P.h_stride, &sc->att, err)) != TL_OK)
                 return st;
             if (gated_q)
                 tl_pool_run(pool, n_tok, grain_for(P.h_stride), out_gate_rows, &P);

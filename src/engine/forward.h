@@ -30,13 +30,17 @@ typedef struct fwd_scratch {
     tl_attn_scratch att; /* attention.c's */
     struct tl_moe_scratch *moe; /* expert activations (moe.c) */
     struct tl_dnet_scratch *dnet; /* recurrent-layer activations (deltanet.c) */
+    fwd_token *kept;     /* the last layer's tokens: those with out >= 0 */
+    size_t cap_kept;
 } fwd_scratch;
 
 void fwd_scratch_free(fwd_scratch *sc);
 
 /* Runs toks[0..n_tok) through every layer, writing each token's K/V rows into
  * its path, and the final RMS-normed hidden state (n_embd floats) of every
- * token with out >= 0 into hidden_out[out * n_embd]. */
+ * token with out >= 0 into hidden_out[out * n_embd]. The last layer (when it
+ * is an attention layer) stores every token's K/V but finishes only the
+ * tokens with out >= 0: the others' final states are never read. */
 tl_status tl_forward(const tl_model *m, tl_pool *pool, kv_cache *c, fwd_scratch *sc, const fwd_token *toks,
                      int32_t n_tok, float *hidden_out, tl_error *err);
 
