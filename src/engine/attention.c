@@ -185,7 +185,10 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
  * stay in registers (at -O2 GCC keeps a loop-indexed array in memory). */
 #define UNROLL_ALL _Pragma("GCC unroll 16")
 
-enum { QK_ROWS = 6, PV_ROWS = 3 }; /* query rows per register tile (12 accumulators each) */
+enum { QK_ROWS = 6, PV_ROWS = 3 };
+/* Positions per pass of the output sums over a tile's row groups: 64 V rows
+ * of one head (at most 64 x 512 B) stay in L1 while every group reads them. */
+#define PV_CHUNK 64
 
 /* s_a[r] = scale * sum_d q_a[d] * k_r[d] for the 16 rows r of one K block
  * (kt: transposed, kt[d * 16 + r]) and NA query rows. */
@@ -365,24 +368,33 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
             memset(oa[a], 0, sizeof(float) * (size_t)dv);
         }
         /* outputs, PV_ROWS rows at a time: their common range [L, H) side
-         * by side, what only some of them see before and after alone */
-        for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
-            int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
-            int32_t L = 0, H = INT32_MAX;
-            for (int a = a0; a < a0 + n; a++) {
-                L = lo_a[a] > L ? lo_a[a] : L;
-                H = hi_a[a] < H ? hi_a[a] : H;
-            }
-            if (L >= H) {
+         * by side, what only some of them see before and after alone; over
+         * PV_CHUNK positions at a time, so that the chunk's V rows stay in
+         * L1 for every row group (each output still sums its j in order) */
+        for (int32_t c0 = jmin / TL_KV_BLOCK * TL_KV_BLOCK; c0 < jmax; c0 += PV_CHUNK) {
+            int32_t c1 = c0 + PV_CHUNK;
+#define CLAMP_LO(x) ((x) > c0 ? (x) : c0)
+#define CLAMP_HI(x) ((x) < c1 ? (x) : c1)
+            for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
+                int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
+                int32_t L = 0, H = INT32_MAX;
+                for (int a = a0; a < a0 + n; a++) {
+                    L = lo_a[a] > L ? lo_a[a] : L;
+                    H = hi_a[a] < H ? hi_a[a] : H;
+                }
+                if (L >= H) {
+                    for (int a = a0; a < a0 + n; a++)
+                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), (const float *const *)&sa[a], &oa[a], 1);
+                    continue;
+                }
                 for (int a = a0; a < a0 + n; a++)
-                    pv_rows(J, tk, g, lo_a[a], hi_a[a], (const float *const *)&sa[a], &oa[a], 1);
-                continue;
+                    pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), (const float *const *)&sa[a], &oa[a], 1);
+                pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), (const float *const *)&sa[a0], &oa[a0], n);
+                for (int a = a0; a < a0 + n; a++)
+                    pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), (const float *const *)&sa[a], &oa[a], 1);
             }
-            for (int a = a0; a < a0 + n; a++)
-                pv_rows(J, tk, g, lo_a[a], L, (const float *const *)&sa[a], &oa[a], 1);
-            pv_rows(J, tk, g, L, H, (const float *const *)&sa[a0], &oa[a0], n);
-            for (int a = a0; a < a0 + n; a++)
-                pv_rows(J, tk, g, H, hi_a[a], (const float *const *)&sa[a], &oa[a], 1);
+#undef CLAMP_LO
+#undef CLAMP_HI
         }
         for (int a = 0; a < na; a++) {
             __m256 iv = _mm256_set1_ps(inv_a[a]);
