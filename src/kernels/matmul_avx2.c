@@ -193,17 +193,27 @@ TARGET static void row_scales(tl_ggml_type t, const uint8_t *s, int64_t nb, floa
         break;
     }
     case TL_TYPE_Q4_K: case TL_TYPE_Q5_K: {
+        /* the 8 six-bit scales and mins of a super-block (tl_k4_scale_min) four
+         * at a time in 32-bit words, then d x scale and -(dmin x min) 8 lanes at once */
         size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
         for (int64_t sb = 0; sb < nb / 8; sb++, s += bb, ws += 16 * st, wm += 8 * st) {
             tl_half dh, mh;
+            uint32_t a, b, c;
             memcpy(&dh, s, 2);
             memcpy(&mh, s + 2, 2);
-            float d = _cvtsh_ss(dh), dmin = _cvtsh_ss(mh);
+            memcpy(&a, s + 4, 4);
+            memcpy(&b, s + 8, 4);
+            memcpy(&c, s + 12, 4);
+            uint32_t sc_lo = a & 0x3F3F3F3Fu, sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+            uint32_t mn_lo = b & 0x3F3F3F3Fu, mn_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
+            __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo)));
+            __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo)));
+            float sv[8], mv[8];
+            _mm256_storeu_ps(sv, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dh)), sc));
+            _mm256_storeu_ps(mv, _mm256_xor_ps(_mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(mh)), mn), _mm256_set1_ps(-0.0f)));
             for (int j = 0; j < 8; j++) {
-                uint8_t sc, mn;
-                tl_k4_scale_min(j, s + 4, &sc, &mn);
-                ws[2 * j * st] = ws[(2 * j + 1) * st] = d * (float)sc;
-                wm[j * st] = -(dmin * (float)mn);
+                ws[2 * j * st] = ws[(2 * j + 1) * st] = sv[j];
+                wm[j * st] = mv[j];
             }
         }
         break;
@@ -390,6 +400,46 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
     panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
 }
 
+/* Q4_K/Q5_K: the scales and mins of the 8 rows raw[0..8) straight into the
+ * panel layout (lane r = row r), 8 rows per vector step: the same floats
+ * row_scales writes for each row (decode reads every row's scales per token). */
+TARGET static void k4_panel_scales(tl_ggml_type t, const uint8_t *const *raw, int64_t nb, float *pws, float *pwm) {
+    size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
+    const __m256i m6 = _mm256_set1_epi32(0x3F3F3F3F), m4 = _mm256_set1_epi32(0x0F0F0F0F);
+    const __m256i top = _mm256_set1_epi32(0x30303030), byte = _mm256_set1_epi32(0xFF);
+    const __m256 neg = _mm256_set1_ps(-0.0f);
+    for (int64_t sb = 0; sb < nb / 8; sb++, pws += 16 * PANEL, pwm += 8 * PANEL) {
+        uint16_t dh[PANEL], mh[PANEL];
+        uint32_t a[PANEL], b[PANEL], c[PANEL];
+        for (int r = 0; r < PANEL; r++) {
+            const uint8_t *q = raw[r] + (size_t)sb * bb;
+            memcpy(&dh[r], q, 2);
+            memcpy(&mh[r], q + 2, 2);
+            memcpy(&a[r], q + 4, 4);
+            memcpy(&b[r], q + 8, 4);
+            memcpy(&c[r], q + 12, 4);
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+        __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh));
+        __m256i av = _mm256_loadu_si256((const __m256i *)a), bv = _mm256_loadu_si256((const __m256i *)b);
+        __m256i cv = _mm256_loadu_si256((const __m256i *)c);
+        /* bytes j of sc[0] / mn[0]: sub-blocks j < 4; of sc[1] / mn[1]: sub-blocks 4 + j (tl_k4_scale_min) */
+        __m256i sc[2] = {_mm256_and_si256(av, m6),
+                         _mm256_or_si256(_mm256_and_si256(cv, m4), _mm256_and_si256(_mm256_srli_epi32(av, 2), top))};
+        __m256i mn[2] = {_mm256_and_si256(bv, m6),
+                         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(cv, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi32(bv, 2), top))};
+        for (int j = 0; j < 8; j++) {
+            __m128i sh = _mm_cvtsi32_si128(8 * (j % 4));
+            __m256 s8 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(sc[j / 4], sh), byte)));
+            __m256 m8 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(mn[j / 4], sh), byte)));
+            _mm256_storeu_ps(pws + PANEL * (2 * j), s8);
+            _mm256_storeu_ps(pws + PANEL * (2 * j + 1), s8);
+            _mm256_storeu_ps(pwm + PANEL * j, _mm256_xor_ps(m8, neg));
+        }
+    }
+}
+
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
  * registers; pws / pwm in the panel layout. */
 TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int R, int offset, const float *pws,
@@ -479,7 +529,9 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             if (direct && tc_end - tc <= DIRECT_MAX_TOK) {
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
-                for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
+                if (W->type == TL_TYPE_Q4_K || W->type == TL_TYPE_Q5_K) k4_panel_scales(W->type, raw, nb, P.ws, P.wm);
+                else
+                    for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
                 for (int64_t t = tc; t < tc_end; t++)
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o);
                 continue;
