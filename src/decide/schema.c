@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/hash.h"
 #include "util/strbuf.h"
 
 #define REF_MAX_DEPTH 8
@@ -102,6 +103,22 @@ static bool values_equal(const json_t *a, const json_t *b) {
     return json_equal(a, b);
 }
 
+/* A hash that agrees with values_equal: numbers by their value as a double
+ * (1 and 1.0 meet, so do -0.0 and 0), strings by their bytes, anything else
+ * by its type alone. */
+static uint64_t value_hash(const json_t *v) {
+    if (json_is_number(v)) {
+        double d = json_number_value(v);
+        if (d == 0)
+            d = 0; /* -0.0 */
+        return tl_hash_bytes(&d, sizeof d);
+    }
+    if (json_is_string(v))
+        return tl_hash_bytes(json_string_value(v), json_string_length(v));
+    int type = (int)json_typeof(v);
+    return tl_hash_bytes(&type, sizeof type);
+}
+
 long tl_dfield_value_index(const tl_dfield *f, const json_t *v) {
     for (size_t i = 0; i < f->n_values; i++)
         if (values_equal(f->values[i], v))
@@ -187,6 +204,105 @@ void tl_dschema_free(tl_dschema *s) {
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "schema: out of memory"); }
 
+/* ---- lookups by hash ----------------------------------------------------- */
+
+/* Items 0, 1, ... of a caller's list by 64-bit hash, open addressing at most
+ * half full. The caller compares the items (several may share a hash) and
+ * stores one of each kind, so a match is the first earlier one. */
+typedef struct hash_index {
+    uint64_t *hash; /* [mask + 1] the item's hash */
+    uint32_t *item; /* [mask + 1] item + 1; 0: empty */
+    size_t mask, n; /* slots - 1 (0 before the first add), items stored */
+} hash_index;
+
+static void hash_index_free(hash_index *t) {
+    free(t->hash), free(t->item);
+    memset(t, 0, sizeof *t);
+}
+
+static size_t hash_index_slot(const hash_index *t, uint64_t h) {
+    return (size_t)(h ^ h >> 32) & t->mask; /* FNV-1a's low bits alone are weak */
+}
+
+/* The stored item with hash h that same(list, item, x) takes for x, or -1. */
+static long hash_index_find(const hash_index *t, uint64_t h, bool (*same)(const void *, size_t, const void *),
+                            const void *list, const void *x) {
+    if (!t->item)
+        return -1;
+    for (size_t i = hash_index_slot(t, h); t->item[i]; i = (i + 1) & t->mask)
+        if (t->hash[i] == h && same(list, t->item[i] - 1, x))
+            return (long)t->item[i] - 1;
+    return -1;
+}
+
+static void hash_index_put(hash_index *t, uint64_t h, uint32_t item1) {
+    size_t i = hash_index_slot(t, h);
+    while (t->item[i])
+        i = (i + 1) & t->mask;
+    t->hash[i] = h;
+    t->item[i] = item1;
+}
+
+static bool hash_index_add(hash_index *t, uint64_t h, size_t item) {
+    size_t slots = t->item ? t->mask + 1 : 0;
+    if (2 * (t->n + 1) > slots) {
+        size_t cap = slots ? 2 * slots : 64;
+        hash_index g = {malloc(cap * sizeof *g.hash), calloc(cap, sizeof *g.item), cap - 1, t->n};
+        if (!g.hash || !g.item) {
+            hash_index_free(&g);
+            return false;
+        }
+        for (size_t i = 0; i < slots; i++)
+            if (t->item[i])
+                hash_index_put(&g, t->hash[i], t->item[i]);
+        hash_index_free(t);
+        *t = g;
+    }
+    hash_index_put(t, h, (uint32_t)item + 1);
+    t->n++;
+    return true;
+}
+
+/* A field's values and their key texts, f->values[0 .. n), for
+ * field_add_value's checks: an equal value, a key that reads the same. */
+typedef struct value_index {
+    tl_dfield *f;
+    size_t n;
+    hash_index by_value, by_key;
+} value_index;
+
+static void value_index_free(value_index *vi) {
+    hash_index_free(&vi->by_value);
+    hash_index_free(&vi->by_key);
+}
+
+static uint64_t key_hash(const char *key) { return tl_hash_bytes(key, strlen(key)); }
+
+static bool field_value_same(const void *f, size_t i, const void *v) {
+    return values_equal(((const tl_dfield *)f)->values[i], v);
+}
+
+static bool field_key_same(const void *f, size_t i, const void *key) {
+    return !strcmp(((const tl_dfield *)f)->value_keys[i], key);
+}
+
+/* Indexes the values added to the field since the last call (markers too:
+ * field_add_marker does not check them, so a value or key may repeat; only
+ * its first is stored). */
+static bool value_index_sync(value_index *vi) {
+    const tl_dfield *f = vi->f;
+    for (; vi->n < f->n_values; vi->n++) {
+        const json_t *v = f->values[vi->n];
+        const char *key = f->value_keys[vi->n];
+        uint64_t hv = value_hash(v), hk = key_hash(key);
+        if (hash_index_find(&vi->by_value, hv, field_value_same, f, v) < 0 && !hash_index_add(&vi->by_value, hv, vi->n))
+            return false;
+        if (hash_index_find(&vi->by_key, hk, field_key_same, f, key) < 0 && !hash_index_add(&vi->by_key, hk, vi->n))
+            return false;
+    }
+    return true;
+}
+
 /* ---- the parse state ----------------------------------------------------- */
 
 typedef struct walk {
@@ -195,6 +311,7 @@ typedef struct walk {
     tl_dschema_opts opts;
     size_t cap_fields, cap_nodes, cap_groups, cap_objects, cap_arrays, cap_warnings;
     bool dup_seen;           /* field_add_value met a value already declared */
+    value_index *vidx;       /* the lookups of the field collect_field_values fills, kept across its values */
     tl_dcond cond;           /* the condition of what is walked now (inside an array item, a present value) */
     int in_items;            /* > 0 inside an array's items: fields get their value's JSON path (place) */
     /* auto mode: item i's fields wait for item i-1's (pairs field, first, n) */
@@ -601,30 +718,32 @@ static bool is_object_view(const prop_view *v, const char *type) {
 
 /* ---- declared values ----------------------------------------------------- */
 
-/* One declared value joining field f (from src, a JSON path, for errors). */
-static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const char *src, const char *desc) {
+/* field_add_value with the field's lookups vi. */
+static tl_status field_add_indexed(walk *w, value_index *vi, const json_t *v, const char *src, const char *desc) {
+    tl_dfield *f = vi->f;
     size_t i = f->n_values;
     if (i >= TL_DFIELD_MAX_VALUES)
         return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s: more than %d values; a field may have at most %d", src,
                             TL_DFIELD_MAX_VALUES, TL_DFIELD_MAX_VALUES);
-    for (size_t j = 0; j < i; j++)
-        if (values_equal(f->values[j], v)) {
-            w->dup_seen = true;
-            return TL_OK; /* the union of declared values: one of each */
-        }
+    if (!value_index_sync(vi))
+        return nomem(w->err);
+    if (hash_index_find(&vi->by_value, value_hash(v), field_value_same, f, v) >= 0) {
+        w->dup_seen = true;
+        return TL_OK; /* the union of declared values: one of each */
+    }
     char *key = value_key_text(v), *js = value_json_text(v);
     if (!key || !js) {
         free(key), free(js);
         return nomem(w->err);
     }
-    for (size_t j = 0; j < i; j++)
-        if (!strcmp(f->value_keys[j], key)) {
-            tl_status st = tl_error_set(w->err, TL_ERR_SCHEMA,
-                                        "schema: %s: value %s reads the same as value %s ('%s'); probabilities are "
-                                        "keyed by that text", src, js, f->value_json[j], key);
-            free(key), free(js);
-            return st;
-        }
+    long j = hash_index_find(&vi->by_key, key_hash(key), field_key_same, f, key);
+    if (j >= 0) {
+        tl_status st = tl_error_set(w->err, TL_ERR_SCHEMA,
+                                    "schema: %s: value %s reads the same as value %s ('%s'); probabilities are "
+                                    "keyed by that text", src, js, f->value_json[j], key);
+        free(key), free(js);
+        return st;
+    }
     size_t n = i + 1;
     json_t **vals = realloc(f->values, n * sizeof *vals);
     if (vals) f->values = vals;
@@ -646,6 +765,16 @@ static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const c
     f->value_descs[i] = d;
     f->n_values = n;
     return TL_OK;
+}
+
+/* One declared value joining field f (from src, a JSON path, for errors).
+ * Inside collect_field_values the field's lookups are kept; elsewhere (a few
+ * values each) they are built for the call. */
+static tl_status field_add_value(walk *w, tl_dfield *f, const json_t *v, const char *src, const char *desc) {
+    value_index own = {.f = f}, *vi = w->vidx && w->vidx->f == f ? w->vidx : &own;
+    tl_status st = field_add_indexed(w, vi, v, src, desc);
+    value_index_free(&own);
+    return st;
 }
 
 /* A declared choice that stands for no JSON value of its own: "(absent)"
@@ -703,6 +832,19 @@ typedef struct collect {
 
 static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const char *path, collect *c, int depth);
 
+static bool enum_value_same(const void *en, size_t i, const void *v) { return values_equal(json_array_get(en, i), v); }
+
+/* collect_values for field f, keeping its lookups across the values (an enum
+ * or a union may declare TL_DFIELD_MAX_VALUES of them). */
+static tl_status collect_field_values(walk *w, tl_dfield *f, const prop_view *v, const char *path, collect *c) {
+    value_index vi = {.f = f}, *outer = w->vidx;
+    w->vidx = &vi;
+    tl_status st = collect_values(w, f, v, path, c, 0);
+    w->vidx = outer;
+    value_index_free(&vi);
+    return st;
+}
+
 /* Declared values of a view: enum, const, boolean type, null type, or a
  * union of those (anyOf / oneOf). Counts views that declare no values
  * (free: generated text or numbers) in c->n_free. */
@@ -748,6 +890,7 @@ static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const
         if (json_array_size(en) > TL_DFIELD_MAX_VALUES)
             return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum: %zu values; a field may have at most %d", ep,
                                 json_array_size(en), TL_DFIELD_MAX_VALUES);
+        hash_index seen = {0}; /* the enum's values so far */
         for (size_t i = 0; i < json_array_size(en); i++) {
             const json_t *x = json_array_get(en, i);
             const char *want = type_mismatch(type, x);
@@ -755,12 +898,21 @@ static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const
                 want = "a string, number, boolean or null";
             if (!want && json_is_real(x) && !isfinite(json_real_value(x)))
                 want = "a finite number";
-            if (want)
-                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: value is not %s", ep, i, want);
-            for (size_t j = 0; j < i; j++)
-                if (values_equal(json_array_get(en, j), x))
-                    return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: duplicate value (same as %s/enum/%zu)",
-                                        ep, i, ep, j);
+            if (want) {
+                st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: value is not %s", ep, i, want);
+                break;
+            }
+            uint64_t h = value_hash(x);
+            long j = hash_index_find(&seen, h, enum_value_same, en, x);
+            if (j >= 0) {
+                st = tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/enum/%zu: duplicate value (same as %s/enum/%ld)",
+                                  ep, i, ep, j);
+                break;
+            }
+            if (!hash_index_add(&seen, h, i)) {
+                st = nomem(w->err);
+                break;
+            }
             char ip[32];
             snprintf(ip, sizeof ip, "/enum/%zu", i);
             tl_strbuf p = TL_STRBUF_INIT;
@@ -768,12 +920,13 @@ static tl_status collect_values(walk *w, tl_dfield *f, const prop_view *v, const
             st = field_add_value(w, f, x, tl_strbuf_cstr(&p), NULL);
             tl_strbuf_free(&p);
             if (st)
-                return st;
+                break;
             c->n_values++;
             if (json_is_null(x))
                 c->n_null++;
         }
-        return TL_OK;
+        hash_index_free(&seen);
+        return st;
     }
     if (alt) {
         const json_t *one = view_get(v, alt);
@@ -1333,7 +1486,7 @@ static tl_status add_leaf(walk *w, walk_deps *wd, prop_view *v, const char *path
     if ((st = view_type(w, v, path, &type, &nullable)))
         return st;
     collect c = {.free_member = -1};
-    if ((st = collect_values(w, f, v, path, &c, 0)))
+    if ((st = collect_field_values(w, f, v, path, &c)))
         return st;
     f = &w->s->fields[fi];
     prop_view gen = {0}; /* the view a generated field is read from */
@@ -1634,7 +1787,7 @@ static tl_status add_array(walk *w, walk_deps *wd, prop_view *v, const char *pat
     collect c = {.free_member = -1};
     st = view_build(w, items, tl_strbuf_cstr(&ip), &iv);
     if (!st)
-        st = collect_values(w, &tmp, &iv, tl_strbuf_cstr(&ip), &c, 0);
+        st = collect_field_values(w, &tmp, &iv, tl_strbuf_cstr(&ip), &c);
     if (!st && c.n_free) {
         /* items that are generated or objects: decided one by one */
         view_free(&iv);

@@ -575,9 +575,113 @@ static void test_refusals(void) {
                    "by that text", false);
 }
 
+/* Parses {"properties":{"a":{kw: list}}} (list: an enum's values, or the
+ * consts of anyOf/oneOf members); *n_values: field a's, when it parses. */
+static tl_status parse_list(const char *kw, json_t *list, size_t *n_values, tl_error *err) {
+    json_t *a = json_object(), *props = json_object(), *schema = json_object();
+    if (strcmp(kw, "enum")) {
+        json_t *members = json_array();
+        for (size_t i = 0; i < json_array_size(list); i++)
+            json_array_append_new(members, json_pack("{s:O}", "const", json_array_get(list, i)));
+        json_object_set_new(a, kw, members);
+    } else {
+        json_object_set(a, kw, list);
+    }
+    json_object_set_new(props, "a", a);
+    json_object_set_new(schema, "properties", props);
+    tl_dschema *s = NULL;
+    tl_status st = tl_dschema_parse(schema, &s, err);
+    *n_values = st == TL_OK ? s->fields[0].n_values : 0;
+    tl_dschema_free(s);
+    json_decref(schema);
+    return st;
+}
+
+/* Strings v0 .. v<n-1>, or the integers 0 .. n-1. */
+static json_t *many_values(int n, bool strings) {
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        char b[32];
+        snprintf(b, sizeof b, "v%d", i);
+        json_array_append_new(list, strings ? json_string(b) : json_integer(i));
+    }
+    return list;
+}
+
+/* Repeated values: refused inside one enum (naming the earlier one), merged
+ * across anyOf members, refused across oneOf members; values equal as
+ * numbers (1 and 1.0, -0.0 and 0) are the same value, a string and a
+ * number are not, but two values whose key texts read the same are refused. */
+static void test_duplicates(void) {
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[\"x\",\"y\",\"z\",\"y\"]}}}",
+                   "schema: /properties/a/enum/3: duplicate value (same as /properties/a/enum/1)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[1,2,1.0]}}}",
+                   "schema: /properties/a/enum/2: duplicate value (same as /properties/a/enum/0)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[-0.0,5,0]}}}",
+                   "schema: /properties/a/enum/2: duplicate value (same as /properties/a/enum/0)", false);
+    /* 1.0 equals 1 (a duplicate) before its text meets the string "1.0" */
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[1,\"1.0\",1.0]}}}",
+                   "schema: /properties/a/enum/2: duplicate value (same as /properties/a/enum/0)", false);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[1.5,\"1.5\"]}}}",
+                   "schema: /properties/a/enum/1: value \"1.5\" reads the same as value 1.5 ('1.5'); probabilities are "
+                   "keyed by that text", false);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[true,\"true\"]}}}",
+                   "schema: /properties/a/enum/1: value \"true\" reads the same as value true ('true'); probabilities "
+                   "are keyed by that text", false);
+    expect_refusal("{\"properties\":{\"a\":{\"enum\":[\"null\",null]}}}",
+                   "schema: /properties/a/enum/1: value null reads the same as value \"null\" ('null'); probabilities "
+                   "are keyed by that text", false);
+    expect_refusal("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":\"x\"},{\"const\":\"2\"},{\"const\":2}]}}}",
+                   "schema: /properties/a/anyOf/2: value 2 reads the same as value \"2\" ('2'); probabilities are keyed "
+                   "by that text", false);
+    expect_refusal("{\"properties\":{\"a\":{\"oneOf\":[{\"const\":0},{\"enum\":[2,-0.0]}]}}}",
+                   "schema: /properties/a/oneOf/1: a value of this member is also another member's; oneOf needs each "
+                   "value in exactly one member (use anyOf)", false);
+    /* anyOf: the first of equal values stays (1, not 1.0; -0.0, not 0) */
+    tl_dschema *s = expect_ok("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":1},{\"const\":1.0},{\"const\":-0.0},"
+                  "{\"enum\":[0,2,\"x\"]},{\"type\":\"null\"},{\"const\":null}]}}}");
+    if (s) {
+        const tl_dfield *f = &s->fields[0];
+        CHECK(f->n_values == 5 && json_is_integer(f->values[0]) && json_is_real(f->values[1]));
+        CHECK(!strcmp(f->value_keys[0], "1") && !strcmp(f->value_keys[1], "-0.0") && !strcmp(f->value_keys[2], "2"));
+        CHECK(!strcmp(f->value_keys[3], "x") && json_is_null(f->values[4]) && f->nullable);
+    }
+    tl_dschema_free(s);
+    expect_refusal("{\"properties\":{\"a\":{\"anyOf\":[{\"const\":1},{\"const\":1.0},{\"enum\":[2,\"1\"]}]}}}",
+                   "schema: /properties/a/anyOf/2/enum/1: value \"1\" reads the same as value 1 ('1'); probabilities are "
+                   "keyed by that text", false);
+
+    /* TL_DFIELD_MAX_VALUES values, the last one a repeat */
+    tl_error err = {0};
+    size_t n = 0;
+    json_t *list = many_values(TL_DFIELD_MAX_VALUES, true);
+    CHECKF(parse_list("enum", list, &n, &err) == TL_OK && n == TL_DFIELD_MAX_VALUES, "%s", err.msg);
+    json_array_set_new(list, TL_DFIELD_MAX_VALUES - 1, json_string("v1234"));
+    CHECK(parse_list("enum", list, &n, &err) == TL_ERR_SCHEMA);
+    CHECKF(!strcmp(err.msg, "schema: /properties/a/enum/9999: duplicate value (same as /properties/a/enum/1234)"), "%s",
+           err.msg);
+    CHECKF(parse_list("anyOf", list, &n, &err) == TL_OK && n == TL_DFIELD_MAX_VALUES - 1, "%s", err.msg);
+    CHECK(parse_list("oneOf", list, &n, &err) == TL_ERR_SCHEMA);
+    CHECKF(strstr(err.msg, "schema: /properties/a/oneOf/9999: a value of this member is also another member's"), "%s",
+           err.msg);
+    json_decref(list);
+    list = many_values(TL_DFIELD_MAX_VALUES, false);
+    CHECKF(parse_list("enum", list, &n, &err) == TL_OK && n == TL_DFIELD_MAX_VALUES, "%s", err.msg);
+    json_array_set_new(list, TL_DFIELD_MAX_VALUES - 1, json_real(4321.0));
+    CHECK(parse_list("enum", list, &n, &err) == TL_ERR_SCHEMA);
+    CHECKF(!strcmp(err.msg, "schema: /properties/a/enum/9999: duplicate value (same as /properties/a/enum/4321)"), "%s",
+           err.msg);
+    json_array_set_new(list, TL_DFIELD_MAX_VALUES - 1, json_string("4321"));
+    CHECK(parse_list("enum", list, &n, &err) == TL_ERR_SCHEMA);
+    CHECKF(!strcmp(err.msg, "schema: /properties/a/enum/9999: value \"4321\" reads the same as value 4321 ('4321'); "
+                            "probabilities are keyed by that text"), "%s", err.msg);
+    json_decref(list);
+}
+
 int main(void) {
     test_shapes();
     test_errors();
+    test_duplicates();
     test_plans();
     test_refs_and_titles();
     test_values();
