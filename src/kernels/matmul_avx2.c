@@ -440,6 +440,41 @@ TARGET static void k4_panel_scales(tl_ggml_type t, const uint8_t *const *raw, in
     }
 }
 
+/* Q6_K: the 16 scales of each super-block of the 8 rows raw[0..8) into the
+ * panel layout: the rows' scale bytes transposed (8 x 16 -> 16 x 8), then
+ * 8 rows per vector step; the same floats row_scales writes for each row. */
+TARGET static void q6k_panel_scales(const uint8_t *const *raw, int64_t nb, float *pws) {
+    for (int64_t sb = 0; sb < nb / 8; sb++, pws += 16 * PANEL) {
+        __m128i v[PANEL];
+        uint16_t dh[PANEL];
+        for (int r = 0; r < PANEL; r++) {
+            const blk_q6_k *blk = (const blk_q6_k *)(raw[r] + (size_t)sb * sizeof(blk_q6_k));
+            v[r] = _mm_loadu_si128((const __m128i *)blk->scales);
+            memcpy(&dh[r], &blk->d, 2);
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+        /* bytes (row r, scale k) -> vector k / 2, byte 8 (k % 2) + r */
+        __m128i t[8], u[8], w[8];
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
+        }
+        for (int i = 0; i < 2; i++) /* rows 4i .. 4i+3 */
+            for (int h = 0; h < 2; h++) { /* scales 8h .. 8h+7 */
+                u[4 * i + 2 * h] = _mm_unpacklo_epi16(t[4 * i + h], t[4 * i + 2 + h]);
+                u[4 * i + 2 * h + 1] = _mm_unpackhi_epi16(t[4 * i + h], t[4 * i + 2 + h]);
+            }
+        for (int q = 0; q < 4; q++) { /* scales 4q .. 4q+3 of rows 0-3 (u[q]) and 4-7 (u[4 + q]) */
+            w[2 * q] = _mm_unpacklo_epi32(u[q], u[4 + q]);
+            w[2 * q + 1] = _mm_unpackhi_epi32(u[q], u[4 + q]);
+        }
+        for (int k = 0; k < 16; k++) {
+            __m128i b8 = k % 2 ? _mm_srli_si128(w[k / 2], 8) : w[k / 2];
+            _mm256_storeu_ps(pws + PANEL * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8)), d));
+        }
+    }
+}
+
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
  * registers; pws / pwm in the panel layout. */
 TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int R, int offset, const float *pws,
@@ -530,6 +565,7 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
                 if (W->type == TL_TYPE_Q4_K || W->type == TL_TYPE_Q5_K) k4_panel_scales(W->type, raw, nb, P.ws, P.wm);
+                else if (W->type == TL_TYPE_Q6_K) q6k_panel_scales(raw, nb, P.ws);
                 else
                     for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
                 for (int64_t t = tc; t < tc_end; t++)
