@@ -377,29 +377,6 @@ PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
 typedef void (*panel_tile_fn)(const panel *, int, int, const tl_act *, int64_t, float *, int64_t, int);
 static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, panel_tile_3, panel_tile_4};
 
-/* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P. code: 8 x
- * code_stride bytes, ws / wm: 8 rows of ws_stride / wm_stride floats. */
-TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, int has_min, uint8_t *code,
-                              size_t code_stride, float *ws, size_t ws_stride, float *wm, size_t wm_stride,
-                              panel *P) {
-    const int64_t nb = W->n_in / QK32;
-    for (int r = 0; r < R; r++)
-        tl_unpack_row_avx2(W->type, (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes, W->n_in,
-                           code + r * code_stride, ws + r * ws_stride, wm + r * wm_stride);
-    const __m256i offv = _mm256_set1_epi8((char)offset);
-    for (int64_t b = 0; b < nb; b++) {
-        __m256i v[PANEL];
-        UNROLL8 for (int r = 0; r < PANEL; r++)
-            v[r] = _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(code + (r < R ? r : 0) * code_stride + 32 * b)), offv);
-        transpose8_epi32(v);
-        UNROLL8 for (int g = 0; g < PANEL; g++) {
-            _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
-            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), _mm256_abs_epi8(v[g]));
-        }
-    }
-    panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
-}
-
 /* Q4_K/Q5_K: the scales and mins of the 8 rows raw[0..8) straight into the
  * panel layout (lane r = row r), 8 rows per vector step: the same floats
  * row_scales writes for each row (decode reads every row's scales per token). */
@@ -438,6 +415,80 @@ TARGET static void k4_panel_scales(tl_ggml_type t, const uint8_t *const *raw, in
             _mm256_storeu_ps(pwm + PANEL * j, _mm256_xor_ps(m8, neg));
         }
     }
+}
+
+/* Q6_K: the 16 scales of each super-block of the 8 rows raw[0..8) into the
+ * panel layout: the rows' scale bytes transposed (8 x 16 -> 16 x 8), then
+ * 8 rows per vector step; the same floats row_scales writes for each row. */
+TARGET static void q6k_panel_scales(const uint8_t *const *raw, int64_t nb, float *pws) {
+    for (int64_t sb = 0; sb < nb / 8; sb++, pws += 16 * PANEL) {
+        __m128i v[PANEL];
+        uint16_t dh[PANEL];
+        for (int r = 0; r < PANEL; r++) {
+            const blk_q6_k *blk = (const blk_q6_k *)(raw[r] + (size_t)sb * sizeof(blk_q6_k));
+            v[r] = _mm_loadu_si128((const __m128i *)blk->scales);
+            memcpy(&dh[r], &blk->d, 2);
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+        /* bytes (row r, scale k) -> vector k / 2, byte 8 (k % 2) + r */
+        __m128i t[8], u[8], w[8];
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
+            t[2 * i + 1] = _mm_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
+        }
+        for (int i = 0; i < 2; i++) /* rows 4i .. 4i+3 */
+            for (int h = 0; h < 2; h++) { /* scales 8h .. 8h+7 */
+                u[4 * i + 2 * h] = _mm_unpacklo_epi16(t[4 * i + h], t[4 * i + 2 + h]);
+                u[4 * i + 2 * h + 1] = _mm_unpackhi_epi16(t[4 * i + h], t[4 * i + 2 + h]);
+            }
+        for (int q = 0; q < 4; q++) { /* scales 4q .. 4q+3 of rows 0-3 (u[q]) and 4-7 (u[4 + q]) */
+            w[2 * q] = _mm_unpacklo_epi32(u[q], u[4 + q]);
+            w[2 * q + 1] = _mm_unpackhi_epi32(u[q], u[4 + q]);
+        }
+        for (int k = 0; k < 16; k++) {
+            __m128i b8 = k % 2 ? _mm_srli_si128(w[k / 2], 8) : w[k / 2];
+            _mm256_storeu_ps(pws + PANEL * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8)), d));
+        }
+    }
+}
+
+/* The scales (and mins) of the 8 rows raw[0..8) in the panel layout (lanes
+ * of rows >= R, which repeat row 0, are thrown away by store_rows). */
+TARGET static void panel_scales_raw(tl_ggml_type t, const uint8_t *const *raw, int R, int64_t nb, float *pws,
+                                    float *pwm) {
+    if (t == TL_TYPE_Q4_K || t == TL_TYPE_Q5_K) k4_panel_scales(t, raw, nb, pws, pwm);
+    else if (t == TL_TYPE_Q6_K) q6k_panel_scales(raw, nb, pws);
+    else
+        for (int r = 0; r < R; r++) row_scales(t, raw[r], nb, pws + r, pwm + r, PANEL);
+}
+
+/* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P: each block's
+ * signed weights made in registers from the stored rows and transposed into
+ * groups. MXFP4 goes through its row unpack (code: 8 x code_stride bytes,
+ * ws: 8 rows of ws_stride floats). */
+TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, int has_min, uint8_t *code,
+                              size_t code_stride, float *ws, size_t ws_stride, float *wm, size_t wm_stride,
+                              panel *P) {
+    const int64_t nb = W->n_in / QK32;
+    const __m256i offv = _mm256_set1_epi8((char)offset);
+    const uint8_t *raw[PANEL];
+    for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
+    int mx = W->type == TL_TYPE_MXFP4;
+    if (mx)
+        for (int r = 0; r < R; r++) tl_unpack_row_avx2(W->type, raw[r], W->n_in, code + r * code_stride, ws + r * ws_stride, wm);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i v[PANEL];
+        UNROLL8 for (int r = 0; r < PANEL; r++)
+            v[r] = mx ? _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(code + (r < R ? r : 0) * code_stride + 32 * b)), offv)
+                      : signed_block(W->type, raw[r], b, offv);
+        transpose8_epi32(v);
+        UNROLL8 for (int g = 0; g < PANEL; g++) {
+            _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
+            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), _mm256_abs_epi8(v[g]));
+        }
+    }
+    if (mx) panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
+    else panel_scales_raw(W->type, raw, R, nb, P->ws, P->wm);
 }
 
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
@@ -529,9 +580,7 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             if (direct && tc_end - tc <= DIRECT_MAX_TOK) {
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
-                if (W->type == TL_TYPE_Q4_K || W->type == TL_TYPE_Q5_K) k4_panel_scales(W->type, raw, nb, P.ws, P.wm);
-                else
-                    for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
+                panel_scales_raw(W->type, raw, R, nb, P.ws, P.wm);
                 for (int64_t t = tc; t < tc_end; t++)
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o);
                 continue;
