@@ -410,7 +410,7 @@ static const tl_backend_ops shared_ops = {
 };
 
 static tl_status shared_backend_make(const tl_model *m, tl_scheduler *sched, const tl_call_limits *limits, bool owner,
-                                     tl_backend **out, tl_error *err) {
+                                     int32_t n_ctx, tl_backend **out, tl_error *err) {
     tl_backend *b = calloc(1, sizeof *b);
     shared_impl *impl = calloc(1, sizeof *impl);
     if (!b || !impl) {
@@ -428,6 +428,7 @@ static tl_status shared_backend_make(const tl_model *m, tl_scheduler *sched, con
     b->n_vocab = tl_model_n_vocab(m);
     b->model_name = tl_model_name(m);
     b->chat_template = tl_vocab_chat_template(b->vocab);
+    b->n_ctx = n_ctx;
     *out = b;
     return TL_OK;
 }
@@ -445,7 +446,8 @@ tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *param
     if (!st)
         st = scheduler_new(session, params->max_batch_seqs, &sched, err);
     if (!st)
-        st = shared_backend_make(tl_session_model(session), sched, NULL, true, out, err);
+        st = shared_backend_make(tl_session_model(session), sched, NULL, true,
+                                 params->session.n_ctx ? params->session.n_ctx : tl_model_n_ctx_train(m), out, err);
     if (st) {
         scheduler_free(sched);
         tl_session_free(session);
@@ -458,7 +460,8 @@ tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limits *lim
     *out = NULL;
     if (!shared || shared->ops != &shared_ops)
         return tl_error_set(err, TL_ERR_INVALID, "shared backend: a client needs a shared backend");
-    return shared_backend_make(tl_session_model(sched_of(shared)->session), sched_of(shared), limits, false, out, err);
+    return shared_backend_make(tl_session_model(sched_of(shared)->session), sched_of(shared), limits, false,
+                               shared->n_ctx, out, err);
 }
 
 uint64_t tl_backend_shared_steps(const tl_backend *b) {

@@ -150,7 +150,8 @@ static void run_all(const char *model_rel) {
 
 /* A sequential run that outgrows the context fails before any model work,
  * naming the field; --partial returns the fields decided before it; batch
- * mode fits. */
+ * mode fits. The shared batching backend and its clients know the context
+ * length too, so they refuse the same run up front with the same message. */
 static void test_context(void) {
     fixture fx;
     if (!fixture_open("models/stories260k-f32.gguf", &fx)) {
@@ -188,6 +189,24 @@ static void test_context(void) {
     o = (tl_decide_opts){.mode = "batch"};
     CHECK(tl_decide_json(fx.b, ctx.buf, ctx.len, schema, &o, &res, &err) == TL_OK && json_object_size(json_object_get(res, "values")) == 6);
     json_decref(res);
+    res = NULL;
+    tl_backend *shared = NULL, *client = NULL;
+    tl_shared_params shp = {.session = {.n_threads = 1}};
+    CHECK(tl_backend_shared_new(fx.model, &shp, &shared, &err) == TL_OK);
+    CHECK(shared && tl_backend_shared_client(shared, NULL, &client, &err) == TL_OK);
+    tl_backend *on[2] = {shared, client};
+    for (int k = 0; k < 2 && client; k++) {
+        o = (tl_decide_opts){.mode = "sequential"};
+        err = (tl_error){0};
+        st = tl_decide_json(on[k], ctx.buf, ctx.len, schema, &o, &res, &err);
+        CHECKF(st == TL_ERR_LIMIT && strstr(err.msg, "decide: /properties/f2: the prompt reaches at least ") &&
+                   strstr(err.msg, "past the context length 512"),
+               "%s backend: %s", k ? "client" : "shared", err.msg);
+        json_decref(res);
+        res = NULL;
+    }
+    tl_backend_free(client);
+    tl_backend_free(shared);
     json_decref(schema);
     tl_strbuf_free(&sch);
     tl_strbuf_free(&ctx);
