@@ -452,33 +452,14 @@ TARGET static void q6k_panel_scales(const uint8_t *const *raw, int64_t nb, float
     }
 }
 
-/* The 32-element types (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1): each block's scale
- * (and min) of the 8 rows raw[0..8), gathered into one vector of halves and
- * converted at once, into the panel layout: the same floats row_scales gives. */
-TARGET static void q32_panel_scales(tl_ggml_type t, const uint8_t *const *raw, int64_t nb, float *pws, float *pwm) {
-    size_t bb = t == TL_TYPE_Q8_0 ? sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? sizeof(blk_q4_0)
-              : t == TL_TYPE_Q5_0 ? sizeof(blk_q5_0) : t == TL_TYPE_Q4_1 ? sizeof(blk_q4_1) : sizeof(blk_q5_1);
-    int has_m = t == TL_TYPE_Q4_1 || t == TL_TYPE_Q5_1;
-#define HALF_AT(r, off) ({ uint16_t h_; memcpy(&h_, raw[r] + (size_t)b * bb + (off), 2); (int)h_; })
-#define GATHER8(off) _mm_setr_epi16(HALF_AT(0, off), HALF_AT(1, off), HALF_AT(2, off), HALF_AT(3, off), \
-                                    HALF_AT(4, off), HALF_AT(5, off), HALF_AT(6, off), HALF_AT(7, off))
-    for (int64_t b = 0; b < nb; b++) {
-        __m256 d = _mm256_cvtph_ps(GATHER8(0));
-        _mm256_storeu_ps(pws + PANEL * (2 * b), d);
-        _mm256_storeu_ps(pws + PANEL * (2 * b + 1), d);
-        if (has_m) _mm256_storeu_ps(pwm + PANEL * b, _mm256_cvtph_ps(GATHER8(2)));
-    }
-#undef GATHER8
-#undef HALF_AT
-}
-
 /* The scales (and mins) of the 8 rows raw[0..8) in the panel layout (lanes
  * of rows >= R, which repeat row 0, are thrown away by store_rows). */
 TARGET static void panel_scales_raw(tl_ggml_type t, const uint8_t *const *raw, int R, int64_t nb, float *pws,
                                     float *pwm) {
     if (t == TL_TYPE_Q4_K || t == TL_TYPE_Q5_K) k4_panel_scales(t, raw, nb, pws, pwm);
     else if (t == TL_TYPE_Q6_K) q6k_panel_scales(raw, nb, pws);
-    else q32_panel_scales(t, raw, nb, pws, pwm);
+    else
+        for (int r = 0; r < R; r++) row_scales(t, raw[r], nb, pws + r, pwm + r, PANEL);
 }
 
 /* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P: each block's
