@@ -580,7 +580,10 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             if (direct && tc_end - tc <= DIRECT_MAX_TOK) {
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
-                panel_scales_raw(W->type, raw, R, nb, P.ws, P.wm);
+                /* row by row, not 8 rows at a time: reading each row's scales front to back is also
+                 * what brings the row in from memory, in the order the prefetcher follows best
+                 * (gathering 8 rows' scales block by block made decode 10-25% slower) */
+                for (int r = 0; r < R; r++) row_scales(W->type, raw[r], nb, P.ws + r, P.wm + r, PANEL);
                 for (int64_t t = tc; t < tc_end; t++)
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o);
                 continue;
