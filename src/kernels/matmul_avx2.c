@@ -19,7 +19,7 @@
 /* TOK_CHUNK: tokens whose int8 activations (<= 256 x n_in bytes) stay in L2
  * while a chunk's weight rows are unpacked once for them; float
  * activations are 4 bytes each, so a quarter as many. */
-enum { ROWS = 4, TOK_TILE = 2, TOK_CHUNK = 256, TOK_CHUNK_FLOAT = 64 };
+enum { ROWS = 4, ROWS_DECODE = 6, TOK_TILE = 2, TOK_CHUNK = 256, TOK_CHUNK_FLOAT = 64 };
 
 /* Sum of the 8 lanes in a fixed order. */
 TARGET INLINE float hsum8(__m256 v) {
@@ -54,29 +54,29 @@ TARGET INLINE __m256 load_w8_tail(tl_ggml_type t, const uint8_t *w, int64_t i, i
 
 TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R, const float *X, int64_t n_in,
                               int T, float *Y, int64_t n_out) {
-    __m256 acc[ROWS][TOK_TILE];
-    UNROLL for (int r = 0; r < R; r++)
+    __m256 acc[ROWS_DECODE][TOK_TILE];
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
-        __m256 wv[ROWS];
-        UNROLL for (int r = 0; r < R; r++) wv[r] = load_w8(type, w[r], i);
+        __m256 wv[ROWS_DECODE];
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) wv[r] = load_w8(type, w[r], i);
         UNROLL for (int t = 0; t < T; t++) {
             __m256 xv = _mm256_loadu_ps(X + t * n_in + i);
-            UNROLL for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+            _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
         }
     }
     if (i < n_in) {
-        __m256 wv[ROWS];
-        UNROLL for (int r = 0; r < R; r++) wv[r] = load_w8_tail(type, w[r], i, n_in - i);
+        __m256 wv[ROWS_DECODE];
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) wv[r] = load_w8_tail(type, w[r], i, n_in - i);
         UNROLL for (int t = 0; t < T; t++) {
             float tmp[8] = {0};
             memcpy(tmp, X + t * n_in + i, sizeof(float) * (size_t)(n_in - i));
             __m256 xv = _mm256_loadu_ps(tmp);
-            UNROLL for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+            _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
         }
     }
-    UNROLL for (int r = 0; r < R; r++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) Y[t * n_out + r] = hsum8(acc[r][t]);
 }
 
@@ -87,7 +87,7 @@ TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R,
         else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out);        \
         else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out);                                 \
     }
-FLOAT_TILE(4, 1) FLOAT_TILE(4, 2) FLOAT_TILE(1, 1) FLOAT_TILE(1, 2)
+FLOAT_TILE(4, 1) FLOAT_TILE(4, 2) FLOAT_TILE(1, 1) FLOAT_TILE(1, 2) FLOAT_TILE(6, 1)
 
 typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float *, int64_t, float *, int64_t);
 static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}, {float_tile_4_1, float_tile_4_2}};
@@ -97,9 +97,15 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK_FLOAT) {
         int64_t tc_end = tc + TOK_CHUNK_FLOAT < n_tok ? tc + TOK_CHUNK_FLOAT : n_tok;
         for (int64_t o = o0; o < o1;) {
-            int R = o1 - o >= ROWS ? ROWS : 1;
-            const uint8_t *w[ROWS];
+            /* one token (decode): 6 rows at a time, more of the rows streaming from memory at once */
+            int R = n_tok == 1 && o1 - o >= ROWS_DECODE ? ROWS_DECODE : o1 - o >= ROWS ? ROWS : 1;
+            const uint8_t *w[ROWS_DECODE];
             for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
+            if (R == ROWS_DECODE) {
+                float_tile_6_1(W->type, w, X + tc * n_in, n_in, Y + tc * n_out + o, n_out);
+                o += R;
+                continue;
+            }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
                 float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
