@@ -285,8 +285,8 @@ TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, i
 }
 
 /* One (tile, kv head) per item; items run tiles from both ends of the batch
- * alternately, so that each thread's contiguous slice of items gets a like
- * share of short and long contexts. */
+ * alternately, so that the chunks tl_pool_run_dynamic hands out mix short
+ * and long contexts and the last ones to go are not all long. */
 TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread) {
     attn_job *J = arg;
     const tl_model *m = J->m;
