@@ -32,20 +32,14 @@ rev_a=$1 rev_b=${2:-}
 scratch=$root/bench/out/ab
 mkdir -p "$scratch"
 
-# bench_kernels for one source tree: the kernels and the two layers they use, compiled as the project does
-build_side() { # SRC_DIR OUT_BINARY
-    local src=$1 bin=$2 obj
-    obj=$(mktemp -d)
-    local files=("$src"/src/util/*.c "$src"/src/gguf/*.c "$src"/src/kernels/*.c)
-    for f in "${files[@]}"; do
-        local extra=""
-        case "$f" in */matmul_scalar.c|*/matmul_avx2.c) extra=-ffp-contract=off ;; esac
-        cc -O2 $extra -I"$src/include" -I"$src/src" $(pkg-config --cflags jansson) -c "$f" \
-            -o "$obj/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"
-    done
-    cc -O2 -I"$src/include" -I"$src/src" "$src/bench/bench_kernels.c" "$obj"/*.o \
-        $(pkg-config --libs jansson) -lm -lpthread -o "$bin"
-    rm -rf "$obj"
+# bench_kernels for one source tree, linked against the kernels as the
+# project's own build makes them (its flags, its per-file options)
+build_side() { # SRC_DIR BUILD_DIR OUT_BINARY
+    local src=$1 build=$2 bin=$3
+    cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target tl_kernels tl_gguf tl_util >/dev/null
+    cc -O2 -I"$src/include" -I"$src/src" "$src/bench/bench_kernels.c" "$build/libtl_kernels.a" \
+        "$build/libtl_gguf.a" "$build/libtl_util.a" $(pkg-config --libs jansson) -lm -lpthread -o "$bin"
 }
 
 checkout() { # REV DIR
@@ -56,14 +50,14 @@ checkout() { # REV DIR
 
 echo "== build A ($rev_a)" >&2
 checkout "$rev_a" "$scratch/a"
-build_side "$scratch/a" "$scratch/bench_a"
+build_side "$scratch/a" "$scratch/a/build" "$scratch/bench_a"
 if [ -n "$rev_b" ]; then
     echo "== build B ($rev_b)" >&2
     checkout "$rev_b" "$scratch/b"
-    build_side "$scratch/b" "$scratch/bench_b"
+    build_side "$scratch/b" "$scratch/b/build" "$scratch/bench_b"
 else
     echo "== build B (working tree)" >&2
-    build_side "$root" "$scratch/bench_b"
+    build_side "$root" "$scratch/build-tree" "$scratch/bench_b"
 fi
 git worktree remove --force "$scratch/a" 2>/dev/null || true
 [ -z "$rev_b" ] || git worktree remove --force "$scratch/b" 2>/dev/null || true
