@@ -270,7 +270,9 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  *  - Decode (direct_rows, 1 or 2 tokens): rows read straight from the file;
  *    per row a vector of 8 lane sums (lane k = elements 4k..4k+3; unsigned
  *    codes x activations less offset x their sum, except Q8_0), turned into
- *    the same 8-row vectors of half sums by a transpose-and-add. */
+ *    the same 8-row vectors of half sums by a transpose-and-add. The 8 rows'
+ *    scales are read block by block, and the rows two panels on are
+ *    prefetched while these are multiplied. */
 
 enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2, PF_PANELS = 2 };
 
@@ -385,8 +387,8 @@ static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, pa
 
 /* Q4_K/Q5_K: the scales and mins of the 8 rows raw[0..8) straight into the
  * panel layout (lane r = row r), 8 rows per vector step: the same floats
- * row_scales writes for each row. For the prefill pack only, where the rows
- * are already in cache (decode reads them row by row: see tl_rows_quant_avx2). */
+ * row_scales writes for each row. Prefill pack and decode alike (decode has
+ * the rows prefetched ahead: see tl_rows_quant_avx2). */
 TARGET static void k4_panel_scales(tl_ggml_type t, const uint8_t *const *raw, int64_t nb, float *pws, float *pwm) {
     size_t bb = t == TL_TYPE_Q5_K ? sizeof(blk_q5_k) : sizeof(blk_q4_k);
     const __m256i m6 = _mm256_set1_epi32(0x3F3F3F3F), m4 = _mm256_set1_epi32(0x0F0F0F0F);
