@@ -53,12 +53,14 @@ TARGET INLINE __m256 load_w8_tail(tl_ggml_type t, const uint8_t *w, int64_t i, i
 }
 
 TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R, const float *X, int64_t n_in,
-                              int T, float *Y, int64_t n_out) {
+                              int T, float *Y, int64_t n_out, const uint8_t *pf, size_t pf_step) {
     __m256 acc[ROWS_DECODE][TOK_TILE];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
+        if (pf)
+            for (size_t k = 0; k < pf_step; k += 64) _mm_prefetch((const char *)pf + pf_step * (size_t)(i / 8) + k, _MM_HINT_T0);
         __m256 wv[ROWS_DECODE];
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) wv[r] = load_w8(type, w[r], i);
         UNROLL for (int t = 0; t < T; t++) {
@@ -82,14 +84,16 @@ TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R,
 
 #define FLOAT_TILE(R, T)                                                                          \
     TARGET static void float_tile_##R##_##T(tl_ggml_type ty, const uint8_t *const *w, const float *X, \
-                                            int64_t n_in, float *Y, int64_t n_out) {              \
-        if (ty == TL_TYPE_F16) float_tile(TL_TYPE_F16, w, R, X, n_in, T, Y, n_out);               \
-        else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out);        \
-        else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out);                                 \
+                                            int64_t n_in, float *Y, int64_t n_out, const uint8_t *pf, \
+                                            size_t pf_step) {                                     \
+        if (ty == TL_TYPE_F16) float_tile(TL_TYPE_F16, w, R, X, n_in, T, Y, n_out, pf, pf_step);  \
+        else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out, pf, pf_step); \
+        else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out, pf, pf_step);                    \
     }
 FLOAT_TILE(4, 1) FLOAT_TILE(4, 2) FLOAT_TILE(1, 1) FLOAT_TILE(1, 2) FLOAT_TILE(6, 1)
 
-typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float *, int64_t, float *, int64_t);
+typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float *, int64_t, float *, int64_t,
+                              const uint8_t *, size_t);
 static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}, {float_tile_4_1, float_tile_4_2}};
 
 TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
@@ -102,13 +106,20 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             const uint8_t *w[ROWS_DECODE];
             for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
             if (R == ROWS_DECODE) {
-                float_tile_6_1(W->type, w, X + tc * n_in, n_in, Y + tc * n_out + o, n_out);
+                /* the rows two tiles on prefetched while these are multiplied */
+                const uint8_t *pf = NULL;
+                size_t pf_step = 0;
+                if (n_in >= 8 && o + 3 * ROWS_DECODE <= o1) {
+                    pf = (const uint8_t *)W->data + (size_t)(o + 2 * ROWS_DECODE) * W->row_bytes;
+                    pf_step = ((size_t)ROWS_DECODE * W->row_bytes / (size_t)(n_in / 8) + 63) / 64 * 64;
+                }
+                float_tile_6_1(W->type, w, X + tc * n_in, n_in, Y + tc * n_out + o, n_out, pf, pf_step);
                 o += R;
                 continue;
             }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
+                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, NULL, 0);
             }
             o += R;
         }
