@@ -29,6 +29,30 @@ TARGET INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* ---- decode prefetch -------------------------------------------------------
+ * Decode multiplies a group of rows from cache after one pass that pulls them
+ * in from memory; while it multiplies, nothing else would be requested, so
+ * the group AHEAD groups on is prefetched in even slices, one per step of the
+ * multiply loop. Only rows inside [o, o1) (the caller's slice) are fetched. */
+enum { AHEAD = 2 };
+
+typedef struct {
+    const char *p; /* NULL: nothing to prefetch */
+    size_t step;   /* bytes per loop step, whole cache lines */
+} prefetch_plan;
+
+/* The group of `rows` rows starting AHEAD groups after row o, over n_steps steps. */
+static prefetch_plan prefetch_ahead(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
+    if (n_steps <= 0 || o + (AHEAD + 1) * rows > o1) return (prefetch_plan){NULL, 0};
+    return (prefetch_plan){(const char *)W->data + (size_t)(o + AHEAD * rows) * W->row_bytes,
+                           ((size_t)rows * W->row_bytes / (size_t)n_steps + 63) / 64 * 64};
+}
+
+TARGET INLINE void prefetch_slice(prefetch_plan pf, int64_t i) {
+    if (pf.p)
+        for (size_t k = 0; k < pf.step; k += 64) _mm_prefetch(pf.p + pf.step * (size_t)i + k, _MM_HINT_T0);
+}
+
 /* ---- float weights ------------------------------------------------------- */
 
 TARGET INLINE __m256 load_w8(tl_ggml_type t, const uint8_t *w, int64_t i) {
@@ -53,14 +77,13 @@ TARGET INLINE __m256 load_w8_tail(tl_ggml_type t, const uint8_t *w, int64_t i, i
 }
 
 TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R, const float *X, int64_t n_in,
-                              int T, float *Y, int64_t n_out, const uint8_t *pf, size_t pf_step) {
+                              int T, float *Y, int64_t n_out, prefetch_plan pf) {
     __m256 acc[ROWS_DECODE][TOK_TILE];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
-        if (pf)
-            for (size_t k = 0; k < pf_step; k += 64) _mm_prefetch((const char *)pf + pf_step * (size_t)(i / 8) + k, _MM_HINT_T0);
+        prefetch_slice(pf, i / 8);
         __m256 wv[ROWS_DECODE];
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) wv[r] = load_w8(type, w[r], i);
         UNROLL for (int t = 0; t < T; t++) {
@@ -84,16 +107,15 @@ TARGET INLINE void float_tile(tl_ggml_type type, const uint8_t *const *w, int R,
 
 #define FLOAT_TILE(R, T)                                                                          \
     TARGET static void float_tile_##R##_##T(tl_ggml_type ty, const uint8_t *const *w, const float *X, \
-                                            int64_t n_in, float *Y, int64_t n_out, const uint8_t *pf, \
-                                            size_t pf_step) {                                     \
-        if (ty == TL_TYPE_F16) float_tile(TL_TYPE_F16, w, R, X, n_in, T, Y, n_out, pf, pf_step);  \
-        else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out, pf, pf_step); \
-        else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out, pf, pf_step);                    \
+                                            int64_t n_in, float *Y, int64_t n_out, prefetch_plan pf) { \
+        if (ty == TL_TYPE_F16) float_tile(TL_TYPE_F16, w, R, X, n_in, T, Y, n_out, pf);           \
+        else if (ty == TL_TYPE_BF16) float_tile(TL_TYPE_BF16, w, R, X, n_in, T, Y, n_out, pf);    \
+        else float_tile(TL_TYPE_F32, w, R, X, n_in, T, Y, n_out, pf);                             \
     }
 FLOAT_TILE(4, 1) FLOAT_TILE(4, 2) FLOAT_TILE(1, 1) FLOAT_TILE(1, 2) FLOAT_TILE(6, 1)
 
 typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float *, int64_t, float *, int64_t,
-                              const uint8_t *, size_t);
+                              prefetch_plan);
 static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}, {float_tile_4_1, float_tile_4_2}};
 
 TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
@@ -106,20 +128,14 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             const uint8_t *w[ROWS_DECODE];
             for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
             if (R == ROWS_DECODE) {
-                /* the rows two tiles on prefetched while these are multiplied */
-                const uint8_t *pf = NULL;
-                size_t pf_step = 0;
-                if (n_in >= 8 && o + 3 * ROWS_DECODE <= o1) {
-                    pf = (const uint8_t *)W->data + (size_t)(o + 2 * ROWS_DECODE) * W->row_bytes;
-                    pf_step = ((size_t)ROWS_DECODE * W->row_bytes / (size_t)(n_in / 8) + 63) / 64 * 64;
-                }
-                float_tile_6_1(W->type, w, X + tc * n_in, n_in, Y + tc * n_out + o, n_out, pf, pf_step);
+                float_tile_6_1(W->type, w, X + tc * n_in, n_in, Y + tc * n_out + o, n_out,
+                               prefetch_ahead(W, o, ROWS_DECODE, o1, n_in / 8));
                 o += R;
                 continue;
             }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, NULL, 0);
+                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});
             }
             o += R;
         }
@@ -285,7 +301,7 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  *    scales are read block by block, and the rows two panels on are
  *    prefetched while these are multiplied. */
 
-enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2, PF_PANELS = 2 };
+enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2 };
 
 typedef struct {
     int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights */
@@ -501,14 +517,13 @@ TARGET static void q32_panel_scales(tl_ggml_type t, const uint8_t *const *raw, i
 }
 
 /* The scales (and mins) of the 8 rows raw[0..8) in the panel layout (lanes
- * of rows >= R, which repeat row 0, are thrown away by store_rows). */
-TARGET static void panel_scales_raw(tl_ggml_type t, const uint8_t *const *raw, int R, int64_t nb, float *pws,
-                                    float *pwm) {
+ * of rows past a short panel's end repeat its first row and are thrown away
+ * by store_rows). Every integer type but MXFP4, which goes through its row
+ * unpack (panel_pack). */
+TARGET static void panel_scales_raw(tl_ggml_type t, const uint8_t *const *raw, int64_t nb, float *pws, float *pwm) {
     if (t == TL_TYPE_Q4_K || t == TL_TYPE_Q5_K) k4_panel_scales(t, raw, nb, pws, pwm);
     else if (t == TL_TYPE_Q6_K) q6k_panel_scales(raw, nb, pws);
-    else if (t != TL_TYPE_MXFP4) q32_panel_scales(t, raw, nb, pws, pwm);
-    else
-        for (int r = 0; r < R; r++) row_scales(t, raw[r], nb, pws + r, pwm + r, PANEL);
+    else q32_panel_scales(t, raw, nb, pws, pwm);
 }
 
 /* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P: each block's
@@ -537,23 +552,22 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
         }
     }
     if (mx) panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
-    else panel_scales_raw(W->type, raw, R, nb, P->ws, P->wm);
+    else panel_scales_raw(W->type, raw, nb, P->ws, P->wm);
 }
 
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
- * registers; pws / pwm in the panel layout. With pf, block b also prefetches
- * bytes [b pf_step, (b+1) pf_step) of pf (rows a later call reads). */
+ * registers; pws / pwm in the panel layout. Block b also prefetches slice b
+ * of pf (rows a later call reads). */
 TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int R, int offset, const float *pws,
                                const float *pwm, int has_min, const tl_act *A, int64_t t, float *y,
-                               const uint8_t *pf, size_t pf_step) {
+                               prefetch_plan pf) {
     const int64_t nb = A->nb;
     const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)offset);
     const int8_t *xq = A->q + t * A->n_in;
     const float *xd = A->d + t * nb;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        if (pf)
-            for (size_t k = 0; k < pf_step; k += 64) _mm_prefetch((const char *)pf + pf_step * (size_t)b + k, _MM_HINT_T0);
+        prefetch_slice(pf, b);
         __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * b)), l[PANEL];
         if (type == TL_TYPE_Q8_0) {
             UNROLL8 for (int r = 0; r < PANEL; r++) {
@@ -586,12 +600,12 @@ TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int
 #define DIRECT(TY)                                                                                          \
     TARGET static void direct_##TY(const uint8_t *const *raw, int R, int offset, const float *pws,           \
                                    const float *pwm, int has_min, const tl_act *A, int64_t t, float *y,     \
-                                   const uint8_t *pf, size_t pf_step) {                                     \
-        direct_rows(TL_TYPE_##TY, raw, R, offset, pws, pwm, has_min, A, t, y, pf, pf_step);                 \
+                                   prefetch_plan pf) {                                                      \
+        direct_rows(TL_TYPE_##TY, raw, R, offset, pws, pwm, has_min, A, t, y, pf);                          \
     }
 DIRECT(Q8_0) DIRECT(Q4_0) DIRECT(Q5_0) DIRECT(Q4_1) DIRECT(Q5_1) DIRECT(Q4_K) DIRECT(Q5_K) DIRECT(Q6_K)
 typedef void (*direct_fn)(const uint8_t *const *, int, int, const float *, const float *, int, const tl_act *,
-                          int64_t, float *, const uint8_t *, size_t);
+                          int64_t, float *, prefetch_plan);
 
 static direct_fn direct_kernel(tl_ggml_type t) {
     switch (t) {
@@ -635,21 +649,16 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
                 /* 8 rows' scales at a time, block by block. While these rows are multiplied
-                 * (no memory traffic of their own), the rows PF_PANELS panels on are
+                 * (no memory traffic of their own), the rows AHEAD panels on are
                  * prefetched, spread over the block loop, so that the next panel's scales
                  * are in cache when it starts. Without the prefetch, the 8-row gathers ran
                  * 10-25% slower than reading row by row (the hardware prefetcher follows
                  * one row front to back); with it, they run 20-30% faster (typellm bench,
                  * two threads, Q4_K_M / Q8_0 decode) */
-                panel_scales_raw(W->type, raw, R, nb, P.ws, P.wm);
-                const uint8_t *pf = NULL;
-                size_t pf_step = 0;
-                if (o + (PF_PANELS + 1) * PANEL <= o1) {
-                    pf = (const uint8_t *)W->data + (size_t)(o + PF_PANELS * PANEL) * W->row_bytes;
-                    pf_step = ((size_t)PANEL * W->row_bytes / (size_t)nb + 63) / 64 * 64;
-                }
+                panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
+                prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0};
                 for (int64_t t = tc; t < tc_end; t++)
-                    direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : NULL, pf_step);
+                    direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
                 continue;
             }
             panel_pack(W, o, R, info.offset, info.has_min, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
