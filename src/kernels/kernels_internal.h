@@ -143,6 +143,9 @@ typedef struct {
 typedef struct {
     int offset;     /* 0, 8, 16, 32 or 128 */
     int has_min;    /* wm is meaningful */
+    int scale16;    /* the two halves of a 32-block have scales of their own
+                     * (Q6_K); else ws[2b] == ws[2b + 1], and the dot product
+                     * takes one float step per block instead of one per half */
 } tl_unpack_info;
 
 tl_unpack_info tl_unpack_info_of(tl_ggml_type t);

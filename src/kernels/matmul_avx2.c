@@ -279,11 +279,13 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  * scale ws of each 16 elements and the min wm of each 32 (types with mins).
  * For output row o and token t both kernels below take the portable
  * kernel's steps (matmul_scalar.c), one rounding each, in its order:
- *   acc = sum over blocks b, halves h of ((float)isum(b, h) * ws[2b+h]) * d[t][b]
+ *   acc = sum over blocks b, parts h of ((float)isum(b, h) * ws[2b+h]) * d[t][b]
  *   Y   = acc + sum over b of wm[b] * dsum[t][b]
- * isum(b, h) being the exact integer dot product of the 16 weights and
- * activation codes of half h of block b. How isum is found never changes a
- * bit, so prefill, decode and any tiling or thread split agree exactly.
+ * isum(b, h) being the exact integer dot product of the weights and
+ * activation codes of part h of block b: the whole block (one part) when
+ * both its halves share a scale, each 16-element half for Q6_K. How isum is
+ * found never changes a bit, so prefill, decode and any tiling or thread
+ * split agree exactly.
  *
  *  - Prefill (panel_tile): 8 rows repacked into a panel, interleaved by
  *    4-element groups (per group, 32 bytes: 4 weights of row 0, of row 1, ...),
@@ -292,12 +294,13 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  *    float step serves 8 rows. A tile is 8 rows x up to 4 tokens (16 ymm:
  *    4 float and 4 integer accumulators, the group's w and |w|, temporaries).
  *    Products use |w| x sign(x, w) (vpmaddubsw wants one unsigned side);
- *    with |w| <= 32 four groups' 16-bit pair sums add up without overflow
- *    (4 x 2 x 32 x 127 = 32512) before one vpmaddwd widens them.
+ *    for the small types, groups' 16-bit pair sums add up before one
+ *    vpmaddwd widens them, as many as cannot overflow (see TILE_Q8 ..).
  *  - Decode (direct_rows, 1 or 2 tokens): rows read straight from the file;
  *    per row a vector of 8 lane sums (lane k = elements 4k..4k+3; unsigned
  *    codes x activations less offset x their sum, except Q8_0), turned into
- *    the same 8-row vectors of half sums by a transpose-and-add. The 8 rows'
+ *    the same 8-row vectors of half sums by a transpose-and-add (and the
+ *    two halves added, but for Q6_K). The 8 rows'
  *    scales are read block by block, and the rows two panels on are
  *    prefetched while these are multiplied. */
 
@@ -360,8 +363,61 @@ TARGET INLINE void store_rows(__m256 acc, const float *pwm, int has_min, const f
     }
 }
 
+/* How a prefill tile sums a block (the widest integer sums that cannot
+ * overflow, then as few float steps as the scales allow):
+ *  - TILE_Q8 (Q8_0, |w| <= 128, one scale per block): every group's 16-bit
+ *    pair sums widened at once (vpmaddwd), added in 32 bits over the block;
+ *  - TILE_S16 (|w| <= 16, one scale per block: Q4_0, Q5_0, Q4_1, Q4_K,
+ *    MXFP4): 16-bit sums over all 8 groups (8 x 2 x 16 x 127 = 32512), one
+ *    vpmaddwd per block;
+ *  - TILE_S32 (|w| <= 32, one scale per block: Q5_1, Q5_K): 16-bit sums
+ *    over each half's 4 groups (4 x 2 x 32 x 127 = 32512), both halves
+ *    widened and added;
+ *  - TILE_HALF (Q6_K, a scale per half): 16-bit sums per half, a float
+ *    step per half. */
+enum { TILE_Q8, TILE_S16, TILE_S32, TILE_HALF };
+
+/* The largest |w| = |code - offset| of a type's canonical form. */
+static int max_abs_w(tl_ggml_type t) {
+    switch (t) {
+    case TL_TYPE_Q8_0: return 128;
+    case TL_TYPE_Q4_0: return 8;
+    case TL_TYPE_MXFP4: return 12;
+    case TL_TYPE_Q4_1: case TL_TYPE_Q4_K: return 15;
+    case TL_TYPE_Q5_0: return 16;
+    case TL_TYPE_Q5_1: case TL_TYPE_Q5_K: return 31;
+    default: return 32; /* Q6_K */
+    }
+}
+
+static int tile_kind(tl_ggml_type t, tl_unpack_info info) {
+    int m = max_abs_w(t);
+    if (info.scale16) return TILE_HALF;
+    return m > 32 ? TILE_Q8 : m <= 16 ? TILE_S16 : TILE_S32;
+}
+
+/* The products of group g (4 elements of 8 rows) of the panel with token t's
+ * 4 activation codes at xq: 16-bit pair sums. */
+TARGET INLINE __m256i group_products(__m256i w, __m256i wabs, const int8_t *xq) {
+    int32_t x4;
+    memcpy(&x4, xq, 4);
+    return _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+}
+
+/* 16-bit sums over the 4 groups of half h of a block, for T tokens. */
+TARGET INLINE void half_sums16(const __m256i *wv, const __m256i *wa, const int8_t *const *xb, int h, const int T,
+                               __m256i *hs) {
+    UNROLL for (int g = 0; g < 4; g++) {
+        __m256i w = _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
+        UNROLL for (int t = 0; t < T; t++) {
+            __m256i p = group_products(w, a, xb[t] + 16 * h + 4 * g);
+            hs[t] = g ? _mm256_add_epi16(hs[t], p) : p;
+        }
+    }
+}
+
 /* Prefill tile: the panel's 8 rows times tokens t0 .. t0+T-1. */
-TARGET INLINE void panel_tile(const panel *P, const int small, const int has_min, const tl_act *A, int64_t t0,
+TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min, const tl_act *A, int64_t t0,
                               const int T, float *Y, int64_t n_out, int R) {
     const int64_t nb = A->nb, n_in = A->n_in;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -375,27 +431,49 @@ TARGET INLINE void panel_tile(const panel *P, const int small, const int has_min
     }
     for (int64_t b = 0; b < nb; b++) {
         const __m256i *wv = (const __m256i *)(P->w + 256 * b), *wa = (const __m256i *)(P->wabs + 256 * b);
-        _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) { /* unrolled, GCC spills the accumulators */
-            __m256i is[PF_TOK];
-            UNROLL for (int g = 0; g < 4; g++) {
-                __m256i w = _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
+        const int8_t *xb[PF_TOK];
+        UNROLL for (int t = 0; t < T; t++) xb[t] = xq[t] + 32 * b;
+        if (kind == TILE_HALF) {
+            _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) { /* unrolled, GCC spills the accumulators */
+                __m256i is[PF_TOK];
+                half_sums16(wv, wa, xb, h, T, is);
+                __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
                 UNROLL for (int t = 0; t < T; t++) {
-                    int32_t x4;
-                    memcpy(&x4, xq[t] + 32 * b + 16 * h + 4 * g, 4);
-                    __m256i p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
-                    if (small) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
+                    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(is[t], ones)), sc);
+                    acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
+                }
+            }
+            continue;
+        }
+        __m256i is[PF_TOK]; /* the block's sums: 32-bit (16-bit while TILE_S16 adds groups) */
+        if (kind == TILE_S32) {
+            _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
+                __m256i hs[PF_TOK];
+                half_sums16(wv, wa, xb, h, T, hs);
+                UNROLL for (int t = 0; t < T; t++) {
+                    __m256i s = _mm256_madd_epi16(hs[t], ones);
+                    is[t] = h ? _mm256_add_epi32(is[t], s) : s;
+                }
+            }
+        } else {
+            UNROLL8 for (int g = 0; g < 8; g++) {
+                __m256i w = _mm256_load_si256(wv + g), a = _mm256_load_si256(wa + g);
+                UNROLL for (int t = 0; t < T; t++) {
+                    __m256i p = group_products(w, a, xb[t] + 4 * g);
+                    if (kind == TILE_S16) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
                     else {
                         p = _mm256_madd_epi16(p, ones);
                         is[t] = g ? _mm256_add_epi32(is[t], p) : p;
                     }
                 }
             }
-            __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
-            UNROLL for (int t = 0; t < T; t++) {
-                __m256i s = small ? _mm256_madd_epi16(is[t], ones) : is[t];
-                __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(s), sc);
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
-            }
+            if (kind == TILE_S16)
+                UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_madd_epi16(is[t], ones);
+        }
+        __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
+        UNROLL for (int t = 0; t < T; t++) {
+            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(is[t]), sc);
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
         }
     }
     UNROLL for (int t = 0; t < T; t++)
@@ -403,10 +481,14 @@ TARGET INLINE void panel_tile(const panel *P, const int small, const int has_min
 }
 
 #define PANEL_TILE(T)                                                                                       \
-    TARGET static void panel_tile_##T(const panel *P, int small, int has_min, const tl_act *A, int64_t t0,   \
+    TARGET static void panel_tile_##T(const panel *P, int kind, int has_min, const tl_act *A, int64_t t0,    \
                                       float *Y, int64_t n_out, int R) {                                     \
-        if (small) panel_tile(P, 1, has_min, A, t0, T, Y, n_out, R);                                        \
-        else panel_tile(P, 0, has_min, A, t0, T, Y, n_out, R);                                              \
+        switch (kind) {                                                                                     \
+        case TILE_Q8: panel_tile(P, TILE_Q8, has_min, A, t0, T, Y, n_out, R); break;                        \
+        case TILE_S16: panel_tile(P, TILE_S16, has_min, A, t0, T, Y, n_out, R); break;                      \
+        case TILE_S32: panel_tile(P, TILE_S32, has_min, A, t0, T, Y, n_out, R); break;                      \
+        default: panel_tile(P, TILE_HALF, has_min, A, t0, T, Y, n_out, R); break;                           \
+        }                                                                                                   \
     }
 PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
 typedef void (*panel_tile_fn)(const panel *, int, int, const tl_act *, int64_t, float *, int64_t, int);
@@ -588,6 +670,11 @@ TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int
         __m256i q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
         __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
         __m256 d = _mm256_broadcast_ss(xd + b);
+        if (type != TL_TYPE_Q6_K) { /* one scale per block: one float step */
+            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(h0, h1)), _mm256_loadu_ps(pws + PANEL * (2 * b)));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(f, d));
+            continue;
+        }
         __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(h0), _mm256_loadu_ps(pws + PANEL * (2 * b)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(f0, d));
         __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(h1), _mm256_loadu_ps(pws + PANEL * (2 * b + 1)));
@@ -639,7 +726,7 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     P.wm = P.ws + PANEL * 2 * nb;
     memset(P.ws, 0, sizeof(float) * PANEL * 3 * (size_t)nb); /* lanes past R of a short panel stay finite */
     tl_unpack_info info = tl_unpack_info_of(W->type);
-    int small = info.offset != 128; /* |w| <= 32 */
+    int kind = tile_kind(W->type, info);
     direct_fn direct = direct_kernel(W->type);
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
@@ -664,7 +751,7 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             panel_pack(W, o, R, info.offset, info.has_min, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
             for (int64_t t = tc; t < tc_end; t += PF_TOK) {
                 int T = tc_end - t >= PF_TOK ? PF_TOK : (int)(tc_end - t);
-                panel_tiles[T - 1](&P, small, info.has_min, A, t, Y + t * n_out + o, n_out, R);
+                panel_tiles[T - 1](&P, kind, info.has_min, A, t, Y + t * n_out + o, n_out, R);
             }
         }
     }

@@ -52,9 +52,11 @@ void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_a
                 const float *dsum = A->dsum + t * nb;
                 float acc = 0, acc_min = 0;
                 for (int64_t b = 0; b < nb; b++) {
-                    for (int h = 0; h < 2; h++) {
+                    /* one float step per scale: per 16-element half, or per block */
+                    int parts = info.scale16 ? 2 : 1, len = QK32 / parts;
+                    for (int h = 0; h < parts; h++) {
                         int isum = 0;
-                        for (int i = 32 * (int)b + 16 * h; i < 32 * (int)b + 16 * h + 16; i++) {
+                        for (int i = 32 * (int)b + len * h; i < 32 * (int)b + len * (h + 1); i++) {
                             isum += ((int)code[i] - info.offset) * q[i];
                         }
                         acc += (float)isum * ws[2 * b + h] * d[b];

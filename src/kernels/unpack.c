@@ -9,14 +9,14 @@
 
 tl_unpack_info tl_unpack_info_of(tl_ggml_type t) {
     switch (t) {
-    case TL_TYPE_Q8_0: return (tl_unpack_info){128, 0};
-    case TL_TYPE_Q4_0: return (tl_unpack_info){8, 0};
-    case TL_TYPE_Q5_0: return (tl_unpack_info){16, 0};
-    case TL_TYPE_Q6_K: return (tl_unpack_info){32, 0};
-    case TL_TYPE_MXFP4: return (tl_unpack_info){TL_MXFP4_OFFSET, 0};
+    case TL_TYPE_Q8_0: return (tl_unpack_info){.offset = 128};
+    case TL_TYPE_Q4_0: return (tl_unpack_info){.offset = 8};
+    case TL_TYPE_Q5_0: return (tl_unpack_info){.offset = 16};
+    case TL_TYPE_Q6_K: return (tl_unpack_info){.offset = 32, .scale16 = 1};
+    case TL_TYPE_MXFP4: return (tl_unpack_info){.offset = TL_MXFP4_OFFSET};
     case TL_TYPE_Q4_1: case TL_TYPE_Q5_1: case TL_TYPE_Q4_K: case TL_TYPE_Q5_K:
-        return (tl_unpack_info){0, 1};
-    default: return (tl_unpack_info){0, 0};
+        return (tl_unpack_info){.has_min = 1};
+    default: return (tl_unpack_info){0};
     }
 }
 

@@ -241,6 +241,55 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
     free(w.wdata); free(w.wf);
 }
 
+/* The integer kernels add 16-bit pair sums over as many 4-element groups as
+ * a type's largest |w| = |code - offset| allows without overflow. Weights at
+ * that extreme (all but one element of each block at the widest code) times
+ * activation codes of 127 whose signs make every product positive take the
+ * 16-bit sums to their bound: each path must still give the scalar path's
+ * exact integers (AVX2: its bits), in prefill tiles and decode rows. The
+ * widest code the weights reach is checked too, so the case cannot go soft. */
+static void check_extremes(tl_ggml_type t, tl_pool *pool) {
+    if (!tl_kernels_supports(t) || tl_type_block_elems(t) == 1 || N_IN % tl_type_block_elems(t)) return;
+    tl_unpack_info info = tl_unpack_info_of(t);
+    int max_w = t == TL_TYPE_Q8_0 ? 127 : t == TL_TYPE_Q4_0 ? 8 : t == TL_TYPE_MXFP4 ? 12 : t == TL_TYPE_Q5_0 ? 16
+              : t == TL_TYPE_Q4_1 || t == TL_TYPE_Q4_K ? 15 : t == TL_TYPE_Q6_K ? 32 : 31;
+    /* offset types reach |w| at their most negative code, the others at the largest */
+    float big = info.offset ? -1.5f : 1.5f; /* 1.5: MXFP4 codes it as its widest, 6 x 2^-2 */
+    enum { T_EX = 9 }; /* two 4-token tiles and one more */
+    float *src = malloc(sizeof(float) * N_IN * N_OUT), *X = malloc(sizeof(float) * N_IN * T_EX);
+    for (int i = 0; i < N_IN * N_OUT; i++) src[i] = i % 32 == 0 ? (info.offset ? 0.5f : 0.0f) : big;
+    for (int i = 0; i < N_IN * T_EX; i++) X[i] = big;
+    size_t rb = tl_type_row_bytes(t, N_IN);
+    uint8_t *wd = malloc(rb * N_OUT), *code = malloc((size_t)N_IN);
+    float *ws = malloc(sizeof(float) * (size_t)N_IN), *wm = malloc(sizeof(float) * (size_t)N_IN);
+    int reached = 0;
+    for (int o = 0; o < N_OUT; o++) {
+        tl_quantize_row(t, src + o * N_IN, wd + o * rb, N_IN);
+        tl_unpack_row_scalar(t, wd + o * rb, N_IN, code, ws, wm);
+        for (int i = 0; i < N_IN; i++) {
+            int a = abs((int)code[i] - info.offset);
+            reached = a > reached ? a : reached;
+        }
+    }
+    CHECKF(reached >= max_w, "%s extremes: the weights reach |w| = %d, not %d", tl_type_name(t), reached, max_w);
+    tl_matrix W = {t, N_IN, N_OUT, rb, wd};
+    float *Y = malloc(sizeof(float) * T_EX * N_OUT), *Yd = malloc(sizeof(float) * T_EX * N_OUT);
+    float *Yr = malloc(sizeof(float) * T_EX * N_OUT);
+    const char *isa = tl_kernels_isa();
+    tl_matmul(pool, &W, X, T_EX, Y);
+    for (int tk = 0; tk < T_EX; tk++) tl_matmul(pool, &W, X + tk * N_IN, 1, Yd + tk * N_OUT);
+    tl_kernels_force_isa("scalar");
+    tl_matmul(pool, &W, X, T_EX, Yr);
+    tl_kernels_force_isa(isa);
+    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "scalar"), far = 0;
+    for (int i = 0; i < T_EX * N_OUT; i++) {
+        double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
+        far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
+    }
+    CHECKF(far == 0, "%s %s extremes: %d outputs differ from the scalar path's", isa, tl_type_name(t), far);
+    free(src); free(X); free(wd); free(code); free(ws); free(wm); free(Y); free(Yd); free(Yr);
+}
+
 /* The SIMD unpacks write exactly the scalar unpack's bytes (codes, scales, mins). */
 static void check_unpack(tl_ggml_type t) {
     if (!tl_kernels_supports(t) || tl_type_block_elems(t) == 1 || N_IN % tl_type_block_elems(t)) return;
@@ -345,6 +394,7 @@ int main(void) {
             for (int i = 0; i < NT; i++) {
                 if (N_IN % tl_type_block_elems(types[i])) continue;
                 check_type(types[i], X, p1, p2, p3, Y_scalar[i]);
+                check_extremes(types[i], p2);
             }
             if (N_IN % 256 == 0) check_multi(X, p3);
         }
