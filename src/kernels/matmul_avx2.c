@@ -307,7 +307,7 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
 enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2 };
 
 typedef struct {
-    int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights */
+    int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights (not written for types without an offset) */
     uint8_t *wabs; /* the same layout: |w| */
     float *ws;     /* [2 nb][8 rows]: scale of each half block */
     float *wm;     /* [nb][8 rows]: min of each block (types with mins) */
@@ -374,8 +374,11 @@ TARGET INLINE void store_rows(__m256 acc, const float *pwm, int has_min, const f
  *    over each half's 4 groups (4 x 2 x 32 x 127 = 32512), both halves
  *    widened and added;
  *  - TILE_HALF (Q6_K, a scale per half): 16-bit sums per half, a float
- *    step per half. */
-enum { TILE_Q8, TILE_S16, TILE_S32, TILE_HALF };
+ *    step per half.
+ * TILE_U16 / TILE_U32 are TILE_S16 / TILE_S32 for the types without an
+ * offset (Q4_1, Q4_K / Q5_1, Q5_K): their codes are w >= 0, so vpmaddubsw
+ * takes them as they are, without the sign step. */
+enum { TILE_Q8, TILE_S16, TILE_U16, TILE_S32, TILE_U32, TILE_HALF };
 
 /* The largest |w| = |code - offset| of a type's canonical form. */
 static int max_abs_w(tl_ggml_type t) {
@@ -393,24 +396,28 @@ static int max_abs_w(tl_ggml_type t) {
 static int tile_kind(tl_ggml_type t, tl_unpack_info info) {
     int m = max_abs_w(t);
     if (info.scale16) return TILE_HALF;
-    return m > 32 ? TILE_Q8 : m <= 16 ? TILE_S16 : TILE_S32;
+    if (m > 32) return TILE_Q8;
+    if (info.offset == 0) return m <= 16 ? TILE_U16 : TILE_U32;
+    return m <= 16 ? TILE_S16 : TILE_S32;
 }
 
 /* The products of group g (4 elements of 8 rows) of the panel with token t's
- * 4 activation codes at xq: 16-bit pair sums. */
-TARGET INLINE __m256i group_products(__m256i w, __m256i wabs, const int8_t *xq) {
+ * 4 activation codes at xq: 16-bit pair sums. Types without an offset
+ * (codes = w >= 0: Q4_1, Q5_1, Q4_K, Q5_K) need no sign step: wabs is w. */
+TARGET INLINE __m256i group_products(__m256i w, __m256i wabs, const int8_t *xq, const int nosign) {
     int32_t x4;
     memcpy(&x4, xq, 4);
-    return _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+    __m256i x = _mm256_set1_epi32(x4);
+    return _mm256_maddubs_epi16(wabs, nosign ? x : _mm256_sign_epi8(x, w));
 }
 
 /* 16-bit sums over the 4 groups of half h of a block, for T tokens. */
 TARGET INLINE void half_sums16(const __m256i *wv, const __m256i *wa, const int8_t *const *xb, int h, const int T,
-                               __m256i *hs) {
+                               const int nosign, __m256i *hs) {
     UNROLL for (int g = 0; g < 4; g++) {
-        __m256i w = _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
+        __m256i w = nosign ? _mm256_setzero_si256() : _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
         UNROLL for (int t = 0; t < T; t++) {
-            __m256i p = group_products(w, a, xb[t] + 16 * h + 4 * g);
+            __m256i p = group_products(w, a, xb[t] + 16 * h + 4 * g, nosign);
             hs[t] = g ? _mm256_add_epi16(hs[t], p) : p;
         }
     }
@@ -419,6 +426,7 @@ TARGET INLINE void half_sums16(const __m256i *wv, const __m256i *wa, const int8_
 /* Prefill tile: the panel's 8 rows times tokens t0 .. t0+T-1. */
 TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min, const tl_act *A, int64_t t0,
                               const int T, float *Y, int64_t n_out, int R) {
+    const int nosign = kind == TILE_U16 || kind == TILE_U32;
     const int64_t nb = A->nb, n_in = A->n_in;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[PF_TOK];
@@ -436,7 +444,7 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
         if (kind == TILE_HALF) {
             _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) { /* unrolled, GCC spills the accumulators */
                 __m256i is[PF_TOK];
-                half_sums16(wv, wa, xb, h, T, is);
+                half_sums16(wv, wa, xb, h, T, 0, is);
                 __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
                 UNROLL for (int t = 0; t < T; t++) {
                     __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(is[t], ones)), sc);
@@ -446,10 +454,10 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
             continue;
         }
         __m256i is[PF_TOK]; /* the block's sums: 32-bit (16-bit while TILE_S16 adds groups) */
-        if (kind == TILE_S32) {
+        if (kind == TILE_S32 || kind == TILE_U32) {
             _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
                 __m256i hs[PF_TOK];
-                half_sums16(wv, wa, xb, h, T, hs);
+                half_sums16(wv, wa, xb, h, T, nosign, hs);
                 UNROLL for (int t = 0; t < T; t++) {
                     __m256i s = _mm256_madd_epi16(hs[t], ones);
                     is[t] = h ? _mm256_add_epi32(is[t], s) : s;
@@ -457,17 +465,17 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
             }
         } else {
             UNROLL8 for (int g = 0; g < 8; g++) {
-                __m256i w = _mm256_load_si256(wv + g), a = _mm256_load_si256(wa + g);
+                __m256i w = nosign ? _mm256_setzero_si256() : _mm256_load_si256(wv + g), a = _mm256_load_si256(wa + g);
                 UNROLL for (int t = 0; t < T; t++) {
-                    __m256i p = group_products(w, a, xb[t] + 4 * g);
-                    if (kind == TILE_S16) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
+                    __m256i p = group_products(w, a, xb[t] + 4 * g, nosign);
+                    if (kind == TILE_S16 || kind == TILE_U16) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
                     else {
                         p = _mm256_madd_epi16(p, ones);
                         is[t] = g ? _mm256_add_epi32(is[t], p) : p;
                     }
                 }
             }
-            if (kind == TILE_S16)
+            if (kind == TILE_S16 || kind == TILE_U16)
                 UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_madd_epi16(is[t], ones);
         }
         __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
@@ -486,7 +494,9 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
         switch (kind) {                                                                                     \
         case TILE_Q8: panel_tile(P, TILE_Q8, has_min, A, t0, T, Y, n_out, R); break;                        \
         case TILE_S16: panel_tile(P, TILE_S16, has_min, A, t0, T, Y, n_out, R); break;                      \
+        case TILE_U16: panel_tile(P, TILE_U16, has_min, A, t0, T, Y, n_out, R); break;                      \
         case TILE_S32: panel_tile(P, TILE_S32, has_min, A, t0, T, Y, n_out, R); break;                      \
+        case TILE_U32: panel_tile(P, TILE_U32, has_min, A, t0, T, Y, n_out, R); break;                      \
         default: panel_tile(P, TILE_HALF, has_min, A, t0, T, Y, n_out, R); break;                           \
         }                                                                                                   \
     }
@@ -628,9 +638,9 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
             v[r] = mx ? _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(code + (r < R ? r : 0) * code_stride + 32 * b)), offv)
                       : signed_block(W->type, raw[r], b, offv);
         transpose8_epi32(v);
-        UNROLL8 for (int g = 0; g < PANEL; g++) {
-            _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
-            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), _mm256_abs_epi8(v[g]));
+        UNROLL8 for (int g = 0; g < PANEL; g++) { /* no offset: w = |w|, and the tiles read only wabs */
+            if (offset) _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
+            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), offset ? _mm256_abs_epi8(v[g]) : v[g]);
         }
     }
     if (mx) panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
