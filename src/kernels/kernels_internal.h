@@ -134,6 +134,7 @@ typedef struct {
     int8_t *q;                /* [n_tok][n_in] codes, |q| <= 127 */
     float *d;                 /* [n_tok][nb] block scale */
     float *dsum;              /* [n_tok][nb] scale * sum of the block's codes */
+    int32_t *csum;            /* [n_tok][nb] sum of the block's codes */
 } tl_act;
 
 /* Weights, unpacked one row at a time into a canonical form every weight

@@ -310,8 +310,8 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
 enum { PANEL = 8, PF_TOK = 4, DIRECT_MAX_TOK = 2 };
 
 typedef struct {
-    int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights (not written for types without an offset) */
-    uint8_t *wabs; /* the same layout: |w| */
+    int8_t *w;     /* [nb][8 groups][8 rows][4]: signed weights, or the unsigned codes (TILE_U16, TILE_U32) */
+    uint8_t *wabs; /* the same layout: |w| (not written for the unsigned kinds) */
     float *ws;     /* [2 nb][8 rows]: scale of each half block */
     float *wm;     /* [nb][8 rows]: min of each block (types with mins) */
 } panel;
@@ -368,57 +368,54 @@ TARGET INLINE void store_rows(__m256 acc, const float *pwm, int has_min, const f
 
 /* How a prefill tile sums a block (the widest integer sums that cannot
  * overflow, then as few float steps as the scales allow):
- *  - TILE_Q8 (Q8_0, |w| <= 128, one scale per block): every group's 16-bit
- *    pair sums widened at once (vpmaddwd), added in 32 bits over the block;
- *  - TILE_S16 (|w| <= 16, one scale per block: Q4_0, Q5_0, Q4_1, Q4_K,
- *    MXFP4): 16-bit sums over all 8 groups (8 x 2 x 16 x 127 = 32512), one
- *    vpmaddwd per block;
- *  - TILE_S32 (|w| <= 32, one scale per block: Q5_1, Q5_K): 16-bit sums
- *    over each half's 4 groups (4 x 2 x 32 x 127 = 32512), both halves
- *    widened and added;
- *  - TILE_HALF (Q6_K, a scale per half): 16-bit sums per half, a float
- *    step per half.
- * TILE_U16 / TILE_U32 are TILE_S16 / TILE_S32 for the types without an
- * offset (Q4_1, Q4_K / Q5_1, Q5_K): their codes are w >= 0, so vpmaddubsw
- * takes them as they are, without the sign step. */
-enum { TILE_Q8, TILE_S16, TILE_U16, TILE_S32, TILE_U32, TILE_HALF };
+ *  - TILE_Q8 (Q8_0, |w| <= 128, one scale per block): |w| x sign(x, w)
+ *    (vpmaddubsw wants one unsigned side), every group's 16-bit pair sums
+ *    widened at once (vpmaddwd) and added in 32 bits over the block;
+ *  - TILE_U16 (codes <= 15, one scale per block: Q4_0, Q4_1, Q4_K): the
+ *    unsigned codes times x as they are, 16-bit sums over all 8 groups
+ *    (8 x 2 x 15 x 127 = 30480), one vpmaddwd per block;
+ *  - TILE_U32 (codes <= 31, one scale per block: Q5_0, Q5_1, Q5_K, MXFP4):
+ *    the same, 16-bit sums over each half's 4 groups (4 x 2 x 31 x 127 =
+ *    31496), both halves widened and added;
+ *  - TILE_HALF (Q6_K, a scale per half, codes <= 63): |w| x sign(x, w) with
+ *    |w| <= 32, 16-bit sums per half, a float step per half.
+ * The unsigned kinds take offset x the sum of the block's activation codes
+ * off the block's sum (types with an offset), which leaves exactly the sum
+ * of w x x. */
+enum { TILE_Q8, TILE_U16, TILE_U32, TILE_HALF };
 
-/* The largest |w| = |code - offset| of a type's canonical form. */
-static int max_abs_w(tl_ggml_type t) {
+/* The largest code of a type's canonical form. */
+static int max_code(tl_ggml_type t) {
     switch (t) {
-    case TL_TYPE_Q8_0: return 128;
-    case TL_TYPE_Q4_0: return 8;
-    case TL_TYPE_MXFP4: return 12;
-    case TL_TYPE_Q4_1: case TL_TYPE_Q4_K: return 15;
-    case TL_TYPE_Q5_0: return 16;
-    case TL_TYPE_Q5_1: case TL_TYPE_Q5_K: return 31;
-    default: return 32; /* Q6_K */
+    case TL_TYPE_Q4_0: case TL_TYPE_Q4_1: case TL_TYPE_Q4_K: return 15;
+    case TL_TYPE_MXFP4: return 24;
+    case TL_TYPE_Q5_0: case TL_TYPE_Q5_1: case TL_TYPE_Q5_K: return 31;
+    case TL_TYPE_Q6_K: return 63;
+    default: return 255; /* Q8_0 */
     }
 }
 
 static int tile_kind(tl_ggml_type t, tl_unpack_info info) {
-    int m = max_abs_w(t);
+    int m = max_code(t);
     if (info.scale16) return TILE_HALF;
-    if (m > 32) return TILE_Q8;
-    if (info.offset == 0) return m <= 16 ? TILE_U16 : TILE_U32;
-    return m <= 16 ? TILE_S16 : TILE_S32;
+    return m <= 15 ? TILE_U16 : m <= 31 ? TILE_U32 : TILE_Q8;
 }
 
 /* The products of group g (4 elements of 8 rows) of the panel with token t's
- * 4 activation codes at xq: 16-bit pair sums. Types without an offset
- * (codes = w >= 0: Q4_1, Q5_1, Q4_K, Q5_K) need no sign step: wabs is w. */
+ * 4 activation codes at xq: 16-bit pair sums. Unsigned kinds: wv holds the
+ * codes, and vpmaddubsw takes them as they are (wa unused). */
 TARGET INLINE __m256i group_products(__m256i w, __m256i wabs, const int8_t *xq, const int nosign) {
     int32_t x4;
     memcpy(&x4, xq, 4);
     __m256i x = _mm256_set1_epi32(x4);
-    return _mm256_maddubs_epi16(wabs, nosign ? x : _mm256_sign_epi8(x, w));
+    return nosign ? _mm256_maddubs_epi16(w, x) : _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(x, w));
 }
 
 /* 16-bit sums over the 4 groups of half h of a block, for T tokens. */
 TARGET INLINE void half_sums16(const __m256i *wv, const __m256i *wa, const int8_t *const *xb, int h, const int T,
                                const int nosign, __m256i *hs) {
     UNROLL for (int g = 0; g < 4; g++) {
-        __m256i w = nosign ? _mm256_setzero_si256() : _mm256_load_si256(wv + 4 * h + g), a = _mm256_load_si256(wa + 4 * h + g);
+        __m256i w = _mm256_load_si256(wv + 4 * h + g), a = nosign ? w : _mm256_load_si256(wa + 4 * h + g);
         UNROLL for (int t = 0; t < T; t++) {
             __m256i p = group_products(w, a, xb[t] + 16 * h + 4 * g, nosign);
             hs[t] = g ? _mm256_add_epi16(hs[t], p) : p;
@@ -426,12 +423,12 @@ TARGET INLINE void half_sums16(const __m256i *wv, const __m256i *wa, const int8_
     }
 }
 
-/* Prefill tile: the panel's 8 rows times tokens t0 .. t0+T-1. */
-TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min, const tl_act *A, int64_t t0,
-                              const int T, float *Y, int64_t n_out, int R) {
-    const int nosign = kind == TILE_U16 || kind == TILE_U32;
+/* Prefill tile: the panel's 8 rows times tokens t0 .. t0+T-1 (offset: the
+ * codes' zero point, taken off by the unsigned kinds when has_off). */
+TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_off, int has_min, const tl_act *A,
+                              int64_t t0, const int T, float *Y, int64_t n_out, int R, int offset) {
     const int64_t nb = A->nb, n_in = A->n_in;
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi32(offset);
     __m256 acc[PF_TOK];
     const int8_t *xq[PF_TOK];
     const float *xd[PF_TOK];
@@ -456,31 +453,35 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
             }
             continue;
         }
-        __m256i is[PF_TOK]; /* the block's sums: 32-bit (16-bit while TILE_S16 adds groups) */
-        if (kind == TILE_S32 || kind == TILE_U32) {
+        __m256i is[PF_TOK]; /* the block's sums: 32-bit (16-bit while TILE_U16 adds groups) */
+        if (kind == TILE_U32) {
             _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
                 __m256i hs[PF_TOK];
-                half_sums16(wv, wa, xb, h, T, nosign, hs);
+                half_sums16(wv, wa, xb, h, T, 1, hs);
                 UNROLL for (int t = 0; t < T; t++) {
                     __m256i s = _mm256_madd_epi16(hs[t], ones);
                     is[t] = h ? _mm256_add_epi32(is[t], s) : s;
                 }
             }
         } else {
+            const int nosign = kind == TILE_U16;
             UNROLL8 for (int g = 0; g < 8; g++) {
-                __m256i w = nosign ? _mm256_setzero_si256() : _mm256_load_si256(wv + g), a = _mm256_load_si256(wa + g);
+                __m256i w = _mm256_load_si256(wv + g), a = nosign ? w : _mm256_load_si256(wa + g);
                 UNROLL for (int t = 0; t < T; t++) {
                     __m256i p = group_products(w, a, xb[t] + 4 * g, nosign);
-                    if (kind == TILE_S16 || kind == TILE_U16) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
+                    if (nosign) is[t] = g ? _mm256_add_epi16(is[t], p) : p;
                     else {
                         p = _mm256_madd_epi16(p, ones);
                         is[t] = g ? _mm256_add_epi32(is[t], p) : p;
                     }
                 }
             }
-            if (kind == TILE_S16 || kind == TILE_U16)
+            if (nosign)
                 UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_madd_epi16(is[t], ones);
         }
+        if (has_off)
+            UNROLL for (int t = 0; t < T; t++)
+                is[t] = _mm256_sub_epi32(is[t], _mm256_mullo_epi32(_mm256_set1_epi32(A->csum[(t0 + t) * nb + b]), offv));
         __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
         UNROLL for (int t = 0; t < T; t++) {
             __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(is[t]), sc);
@@ -492,19 +493,23 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_min,
 }
 
 #define PANEL_TILE(T)                                                                                       \
-    TARGET static void panel_tile_##T(const panel *P, int kind, int has_min, const tl_act *A, int64_t t0,    \
-                                      float *Y, int64_t n_out, int R) {                                     \
+    TARGET static void panel_tile_##T(const panel *P, int kind, int offset, int has_min, const tl_act *A,    \
+                                      int64_t t0, float *Y, int64_t n_out, int R) {                         \
         switch (kind) {                                                                                     \
-        case TILE_Q8: panel_tile(P, TILE_Q8, has_min, A, t0, T, Y, n_out, R); break;                        \
-        case TILE_S16: panel_tile(P, TILE_S16, has_min, A, t0, T, Y, n_out, R); break;                      \
-        case TILE_U16: panel_tile(P, TILE_U16, has_min, A, t0, T, Y, n_out, R); break;                      \
-        case TILE_S32: panel_tile(P, TILE_S32, has_min, A, t0, T, Y, n_out, R); break;                      \
-        case TILE_U32: panel_tile(P, TILE_U32, has_min, A, t0, T, Y, n_out, R); break;                      \
-        default: panel_tile(P, TILE_HALF, has_min, A, t0, T, Y, n_out, R); break;                           \
+        case TILE_Q8: panel_tile(P, TILE_Q8, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                        \
+        case TILE_U16:                                                                                      \
+            if (offset) panel_tile(P, TILE_U16, 1, has_min, A, t0, T, Y, n_out, R, offset);                       \
+            else panel_tile(P, TILE_U16, 0, has_min, A, t0, T, Y, n_out, R, 0);                                   \
+            break;                                                                                          \
+        case TILE_U32:                                                                                      \
+            if (offset) panel_tile(P, TILE_U32, 1, has_min, A, t0, T, Y, n_out, R, offset);                       \
+            else panel_tile(P, TILE_U32, 0, has_min, A, t0, T, Y, n_out, R, 0);                                   \
+            break;                                                                                          \
+        default: panel_tile(P, TILE_HALF, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                           \
         }                                                                                                   \
     }
 PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
-typedef void (*panel_tile_fn)(const panel *, int, int, const tl_act *, int64_t, float *, int64_t, int);
+typedef void (*panel_tile_fn)(const panel *, int, int, int, const tl_act *, int64_t, float *, int64_t, int);
 static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, panel_tile_3, panel_tile_4};
 
 /* Q4_K/Q5_K: the scales and mins of the 8 rows raw[0..8) straight into the
@@ -622,10 +627,10 @@ TARGET static void panel_scales_raw(tl_ggml_type t, const uint8_t *const *raw, i
 }
 
 /* Packs rows o .. o+R-1 (R <= 8; the rest repeat row o) into P: each block's
- * signed weights made in registers from the stored rows and transposed into
- * groups. MXFP4 goes through its row unpack (code: 8 x code_stride bytes,
- * ws: 8 rows of ws_stride floats). */
-TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, int has_min, uint8_t *code,
+ * signed weights (or, with codes, the unsigned codes) made in registers from
+ * the stored rows and transposed into groups. MXFP4 goes through its row
+ * unpack (code: 8 x code_stride bytes, ws: 8 rows of ws_stride floats). */
+TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, int has_min, int codes, uint8_t *code,
                               size_t code_stride, float *ws, size_t ws_stride, float *wm, size_t wm_stride,
                               panel *P) {
     const int64_t nb = W->n_in / QK32;
@@ -641,9 +646,13 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
             v[r] = mx ? _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(code + (r < R ? r : 0) * code_stride + 32 * b)), offv)
                       : signed_block(W->type, raw[r], b, offv);
         transpose8_epi32(v);
-        UNROLL8 for (int g = 0; g < PANEL; g++) { /* no offset: w = |w|, and the tiles read only wabs */
-            if (offset) _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
-            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), offset ? _mm256_abs_epi8(v[g]) : v[g]);
+        UNROLL8 for (int g = 0; g < PANEL; g++) {
+            if (codes) { /* the unsigned kinds read only the codes, from w */
+                _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), _mm256_add_epi8(v[g], offv));
+                continue;
+            }
+            _mm256_store_si256((__m256i *)(P->w + 256 * b + 32 * g), v[g]);
+            _mm256_store_si256((__m256i *)(P->wabs + 256 * b + 32 * g), _mm256_abs_epi8(v[g]));
         }
     }
     if (mx) panel_scales(ws, ws_stride, wm, wm_stride, R, nb, has_min, P->ws, P->wm);
@@ -761,10 +770,10 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
                 continue;
             }
-            panel_pack(W, o, R, info.offset, info.has_min, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
+            panel_pack(W, o, R, info.offset, info.has_min, kind == TILE_U16 || kind == TILE_U32, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
             for (int64_t t = tc; t < tc_end; t += PF_TOK) {
                 int T = tc_end - t >= PF_TOK ? PF_TOK : (int)(tc_end - t);
-                panel_tiles[T - 1](&P, kind, info.has_min, A, t, Y + t * n_out + o, n_out, R);
+                panel_tiles[T - 1](&P, kind, info.offset, info.has_min, A, t, Y + t * n_out + o, n_out, R);
             }
         }
     }
@@ -818,6 +827,7 @@ TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int
             d = tl_half_to_f32(tl_f32_to_half(d)); /* the block keeps its scale as binary16 */
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)_mm_cvtsi128_si32(s4);
+            a->csum[t * a->nb + b] = _mm_cvtsi128_si32(s4);
         }
     }
 }

@@ -44,6 +44,7 @@ void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1) {
             d = tl_half_to_f32(tl_f32_to_half(d));
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)sum;
+            a->csum[t * a->nb + b] = sum;
         }
     }
 }

@@ -242,23 +242,33 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
 }
 
 /* The integer kernels add 16-bit pair sums over as many 4-element groups as
- * a type's largest |w| = |code - offset| allows without overflow. Weights at
- * that extreme (all but one element of each block at the widest code) times
- * activation codes of 127 whose signs make every product positive take the
- * 16-bit sums to their bound: each path must still give the scalar path's
- * exact integers (AVX2: its bits), in prefill tiles and decode rows. The
- * widest code the weights reach is checked too, so the case cannot go soft. */
-static void check_extremes(tl_ggml_type t, tl_pool *pool) {
+ * a type's widest factor allows without overflow: |w| = |code - offset| on
+ * the signed paths, the code itself on the unsigned ones (which take
+ * offset x the activations' sum off afterwards). Two cases drive those sums
+ * to their bound, all but one element of each block at the extreme and
+ * activation codes of 127 whose signs make every product positive:
+ *  - wide: the largest |w| (offset types: their most negative code);
+ *  - top: the largest code (offset types: values of the sign opposite to
+ *    the block's largest, at the top code).
+ * Each path must still give the scalar path's exact integers (AVX2: its
+ * bits), in prefill tiles and decode rows. The extreme the weights reach is
+ * checked too, so the case cannot go soft. */
+static void check_extremes(tl_ggml_type t, tl_pool *pool, int top) {
     if (!tl_kernels_supports(t) || tl_type_block_elems(t) == 1 || N_IN % tl_type_block_elems(t)) return;
     tl_unpack_info info = tl_unpack_info_of(t);
-    int max_w = t == TL_TYPE_Q8_0 ? 127 : t == TL_TYPE_Q4_0 ? 8 : t == TL_TYPE_MXFP4 ? 12 : t == TL_TYPE_Q5_0 ? 16
-              : t == TL_TYPE_Q4_1 || t == TL_TYPE_Q4_K ? 15 : t == TL_TYPE_Q6_K ? 32 : 31;
-    /* offset types reach |w| at their most negative code, the others at the largest */
-    float big = info.offset ? -1.5f : 1.5f; /* 1.5: MXFP4 codes it as its widest, 6 x 2^-2 */
+    if (top && !info.offset) return; /* for them wide is top */
+    int want = t == TL_TYPE_Q8_0 ? 127 : t == TL_TYPE_Q4_0 ? 8 : t == TL_TYPE_MXFP4 ? 12 : t == TL_TYPE_Q5_0 ? 16
+             : t == TL_TYPE_Q4_1 || t == TL_TYPE_Q4_K ? 15 : t == TL_TYPE_Q6_K ? 32 : 31;
+    if (top) want = t == TL_TYPE_Q8_0 ? 255 : t == TL_TYPE_Q4_0 ? 15 : t == TL_TYPE_MXFP4 ? 24 : t == TL_TYPE_Q6_K ? 63 : 31;
+    /* 1.5: MXFP4 codes it as its widest, 6 x 2^-2; Q4_0 / Q5_0 give their top
+     * code to 7/8 / 15/16 of a block's largest magnitude, of the other sign */
+    float big = info.offset && !top ? -1.5f : 1.5f, odd = info.offset ? (top ? -1.5f : 0.5f) : 0.0f;
+    if (top && t == TL_TYPE_Q4_0) big *= 7.0f / 8.0f;
+    if (top && t == TL_TYPE_Q5_0) big *= 15.0f / 16.0f;
     enum { T_EX = 9 }; /* two 4-token tiles and one more */
     float *src = malloc(sizeof(float) * N_IN * N_OUT), *X = malloc(sizeof(float) * N_IN * T_EX);
-    for (int i = 0; i < N_IN * N_OUT; i++) src[i] = i % 32 == 0 ? (info.offset ? 0.5f : 0.0f) : big;
-    for (int i = 0; i < N_IN * T_EX; i++) X[i] = big;
+    for (int i = 0; i < N_IN * N_OUT; i++) src[i] = i % 32 == 0 ? odd : big;
+    for (int i = 0; i < N_IN * T_EX; i++) X[i] = big > 0 ? 1.5f : -1.5f;
     size_t rb = tl_type_row_bytes(t, N_IN);
     uint8_t *wd = malloc(rb * N_OUT), *code = malloc((size_t)N_IN);
     float *ws = malloc(sizeof(float) * (size_t)N_IN), *wm = malloc(sizeof(float) * (size_t)N_IN);
@@ -267,11 +277,12 @@ static void check_extremes(tl_ggml_type t, tl_pool *pool) {
         tl_quantize_row(t, src + o * N_IN, wd + o * rb, N_IN);
         tl_unpack_row_scalar(t, wd + o * rb, N_IN, code, ws, wm);
         for (int i = 0; i < N_IN; i++) {
-            int a = abs((int)code[i] - info.offset);
+            int a = top ? code[i] : abs((int)code[i] - info.offset);
             reached = a > reached ? a : reached;
         }
     }
-    CHECKF(reached >= max_w, "%s extremes: the weights reach |w| = %d, not %d", tl_type_name(t), reached, max_w);
+    CHECKF(reached >= want, "%s extremes (%s): the weights reach %d, not %d", tl_type_name(t), top ? "top" : "wide",
+           reached, want);
     tl_matrix W = {t, N_IN, N_OUT, rb, wd};
     float *Y = malloc(sizeof(float) * T_EX * N_OUT), *Yd = malloc(sizeof(float) * T_EX * N_OUT);
     float *Yr = malloc(sizeof(float) * T_EX * N_OUT);
@@ -286,7 +297,8 @@ static void check_extremes(tl_ggml_type t, tl_pool *pool) {
         double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
         far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
     }
-    CHECKF(far == 0, "%s %s extremes: %d outputs differ from the scalar path's", isa, tl_type_name(t), far);
+    CHECKF(far == 0, "%s %s extremes (%s): %d outputs differ from the scalar path's", isa, tl_type_name(t),
+           top ? "top" : "wide", far);
     free(src); free(X); free(wd); free(code); free(ws); free(wm); free(Y); free(Yd); free(Yr);
 }
 
@@ -330,12 +342,21 @@ static void check_act_quantize(void) {
     for (int i = 128; i < 160; i++) X[i] = (float)(i - 144) * 0.5f; /* halves: ties away from zero */
     int8_t q0[T * NI], q1[T * NI];
     float d0[T * NB], d1[T * NB], s0[T * NB], s1[T * NB];
-    tl_act a0 = {T, NI, NB, q0, d0, s0}, a1 = {T, NI, NB, q1, d1, s1};
+    int32_t c0[T * NB], c1[T * NB];
+    tl_act a0 = {T, NI, NB, q0, d0, s0, c0}, a1 = {T, NI, NB, q1, d1, s1, c1};
     tl_act_quantize_rows(&a0, X, 0, T);
     tl_act_quantize_rows_avx2(&a1, X, 0, T);
     CHECK(!memcmp(q0, q1, sizeof q0));
     CHECK(!memcmp(d0, d1, sizeof d0));
     CHECK(!memcmp(s0, s1, sizeof s0));
+    CHECK(!memcmp(c0, c1, sizeof c0));
+    int sums_ok = 1; /* csum is the codes' sum */
+    for (int b = 0; b < T * NB; b++) {
+        int sum = 0;
+        for (int i = 0; i < 32; i++) sum += q0[32 * b + i];
+        sums_ok &= sum == c0[b];
+    }
+    CHECK(sums_ok);
     free(X);
 }
 
@@ -394,7 +415,8 @@ int main(void) {
             for (int i = 0; i < NT; i++) {
                 if (N_IN % tl_type_block_elems(types[i])) continue;
                 check_type(types[i], X, p1, p2, p3, Y_scalar[i]);
-                check_extremes(types[i], p2);
+                check_extremes(types[i], p2, 0);
+                check_extremes(types[i], p2, 1);
             }
             if (N_IN % 256 == 0) check_multi(X, p3);
         }
