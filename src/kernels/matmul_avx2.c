@@ -295,10 +295,11 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  *    so one vpmaddubsw multiplies all 8 rows by a broadcast of 4 activation
  *    codes and the lanes of every sum are rows: no horizontal sums, and each
  *    float step serves 8 rows. A tile is 8 rows x up to 4 tokens (16 ymm:
- *    4 float and 4 integer accumulators, the group's w and |w|, temporaries).
- *    Products use |w| x sign(x, w) (vpmaddubsw wants one unsigned side);
- *    for the small types, groups' 16-bit pair sums add up before one
- *    vpmaddwd widens them, as many as cannot overflow (see TILE_Q8 ..).
+ *    4 float and 4 integer accumulators, the group's weights, temporaries).
+ *    vpmaddubsw wants one unsigned side: Q8_0 and Q6_K multiply |w| by
+ *    sign(x, w), every other type its unsigned codes by x; groups' 16-bit
+ *    pair sums add up before vpmaddwd widens them, as many as cannot
+ *    overflow (see TILE_Q8 ..).
  *  - Decode (direct_rows, 1 or 2 tokens): rows read straight from the file;
  *    per row a vector of 8 lane sums (lane k = elements 4k..4k+3; unsigned
  *    codes x activations less offset x their sum, except Q8_0), turned into
@@ -349,6 +350,12 @@ static void panel_scales(const float *ws, size_t ws_stride, const float *wm, siz
         if (has_min)
             for (int64_t b = 0; b < nb; b++) pwm[PANEL * b + r] = m[b];
     }
+}
+
+/* The reference's float step for one part of a block, 8 rows at once:
+ * acc + ((float)isum * ws) * d, one rounding each. */
+TARGET INLINE __m256 float_step(__m256 acc, __m256i isum, __m256 ws, __m256 d) {
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(isum), ws), d));
 }
 
 /* Y[t][0..R) = acc + mins for one token: the final steps both kernels share. */
@@ -446,10 +453,8 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_off,
                 __m256i is[PF_TOK];
                 half_sums16(wv, wa, xb, h, T, 0, is);
                 __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
-                UNROLL for (int t = 0; t < T; t++) {
-                    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(is[t], ones)), sc);
-                    acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
-                }
+                UNROLL for (int t = 0; t < T; t++)
+                    acc[t] = float_step(acc[t], _mm256_madd_epi16(is[t], ones), sc, _mm256_broadcast_ss(xd[t] + b));
             }
             continue;
         }
@@ -483,30 +488,28 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_off,
             UNROLL for (int t = 0; t < T; t++)
                 is[t] = _mm256_sub_epi32(is[t], _mm256_mullo_epi32(_mm256_set1_epi32(A->csum[(t0 + t) * nb + b]), offv));
         __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
-        UNROLL for (int t = 0; t < T; t++) {
-            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(is[t]), sc);
-            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_broadcast_ss(xd[t] + b)));
-        }
+        UNROLL for (int t = 0; t < T; t++)
+            acc[t] = float_step(acc[t], is[t], sc, _mm256_broadcast_ss(xd[t] + b));
     }
     UNROLL for (int t = 0; t < T; t++)
         store_rows(acc[t], P->wm, has_min, A->dsum + (t0 + t) * nb, nb, Y + t * n_out, R);
 }
 
-#define PANEL_TILE(T)                                                                                       \
-    TARGET static void panel_tile_##T(const panel *P, int kind, int offset, int has_min, const tl_act *A,    \
-                                      int64_t t0, float *Y, int64_t n_out, int R) {                         \
-        switch (kind) {                                                                                     \
-        case TILE_Q8: panel_tile(P, TILE_Q8, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                        \
-        case TILE_U16:                                                                                      \
-            if (offset) panel_tile(P, TILE_U16, 1, has_min, A, t0, T, Y, n_out, R, offset);                       \
-            else panel_tile(P, TILE_U16, 0, has_min, A, t0, T, Y, n_out, R, 0);                                   \
-            break;                                                                                          \
-        case TILE_U32:                                                                                      \
-            if (offset) panel_tile(P, TILE_U32, 1, has_min, A, t0, T, Y, n_out, R, offset);                       \
-            else panel_tile(P, TILE_U32, 0, has_min, A, t0, T, Y, n_out, R, 0);                                   \
-            break;                                                                                          \
-        default: panel_tile(P, TILE_HALF, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                           \
-        }                                                                                                   \
+#define PANEL_TILE(T)                                                                                          \
+    TARGET static void panel_tile_##T(const panel *P, int kind, int offset, int has_min, const tl_act *A,      \
+                                      int64_t t0, float *Y, int64_t n_out, int R) {                            \
+        switch (kind) {                                                                                        \
+        case TILE_Q8: panel_tile(P, TILE_Q8, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                     \
+        case TILE_U16:                                                                                         \
+            if (offset) panel_tile(P, TILE_U16, 1, has_min, A, t0, T, Y, n_out, R, offset);                    \
+            else panel_tile(P, TILE_U16, 0, has_min, A, t0, T, Y, n_out, R, 0);                                \
+            break;                                                                                             \
+        case TILE_U32:                                                                                         \
+            if (offset) panel_tile(P, TILE_U32, 1, has_min, A, t0, T, Y, n_out, R, offset);                    \
+            else panel_tile(P, TILE_U32, 0, has_min, A, t0, T, Y, n_out, R, 0);                                \
+            break;                                                                                             \
+        default: panel_tile(P, TILE_HALF, 0, has_min, A, t0, T, Y, n_out, R, 0); break;                        \
+        }                                                                                                      \
     }
 PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
 typedef void (*panel_tile_fn)(const panel *, int, int, int, const tl_act *, int64_t, float *, int64_t, int);
@@ -693,14 +696,11 @@ TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int
         __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
         __m256 d = _mm256_broadcast_ss(xd + b);
         if (type != TL_TYPE_Q6_K) { /* one scale per block: one float step */
-            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(h0, h1)), _mm256_loadu_ps(pws + PANEL * (2 * b)));
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(f, d));
+            acc = float_step(acc, _mm256_add_epi32(h0, h1), _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
             continue;
         }
-        __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(h0), _mm256_loadu_ps(pws + PANEL * (2 * b)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(f0, d));
-        __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(h1), _mm256_loadu_ps(pws + PANEL * (2 * b + 1)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(f1, d));
+        acc = float_step(acc, h0, _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
+        acc = float_step(acc, h1, _mm256_loadu_ps(pws + PANEL * (2 * b + 1)), d);
     }
     store_rows(acc, pwm, has_min, A->dsum + t * nb, nb, y, R);
 }
