@@ -170,6 +170,32 @@ void tl_unpack_mxfp4_scalar(const void *src, int64_t n, uint8_t *code, float *ws
 void tl_unpack_mxfp4_avx2(const void *src, int64_t n, uint8_t *code, float *ws);
 void tl_unpack_mxfp4_avx512(const void *src, int64_t n, uint8_t *code, float *ws);
 
+/* ---- decode prefetch -------------------------------------------------------
+ * Decode multiplies a group of rows from cache after one pass that pulls them
+ * in from memory; while it multiplies, nothing else would be requested, so
+ * the group AHEAD groups on is prefetched in even slices, one per step of the
+ * multiply loop. Only rows inside [o, o1) (the caller's slice) are fetched.
+ * A prefetch never faults and changes no result. */
+enum { AHEAD = 2 };
+
+typedef struct {
+    const char *p; /* NULL: nothing to prefetch */
+    size_t step;   /* bytes per loop step, whole cache lines */
+} prefetch_plan;
+
+/* The group of `rows` rows starting AHEAD groups after row o, over n_steps steps. */
+static inline prefetch_plan prefetch_ahead(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
+    if (n_steps <= 0 || o + (AHEAD + 1) * rows > o1) return (prefetch_plan){NULL, 0};
+    return (prefetch_plan){(const char *)W->data + (size_t)(o + AHEAD * rows) * W->row_bytes,
+                           ((size_t)rows * W->row_bytes / (size_t)n_steps + 63) / 64 * 64};
+}
+
+/* Step i's slice, into L1. */
+static inline __attribute__((always_inline)) void prefetch_slice(prefetch_plan pf, int64_t i) {
+    if (pf.p)
+        for (size_t k = 0; k < pf.step; k += 64) __builtin_prefetch(pf.p + pf.step * (size_t)i + k, 0, 3);
+}
+
 /* Quantizes X rows [t0, t1) into act (portable; the AVX2 one gives the same bytes). */
 void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1);
 void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int64_t t1);

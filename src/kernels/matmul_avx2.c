@@ -32,30 +32,6 @@ TARGET INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* ---- decode prefetch -------------------------------------------------------
- * Decode multiplies a group of rows from cache after one pass that pulls them
- * in from memory; while it multiplies, nothing else would be requested, so
- * the group AHEAD groups on is prefetched in even slices, one per step of the
- * multiply loop. Only rows inside [o, o1) (the caller's slice) are fetched. */
-enum { AHEAD = 2 };
-
-typedef struct {
-    const char *p; /* NULL: nothing to prefetch */
-    size_t step;   /* bytes per loop step, whole cache lines */
-} prefetch_plan;
-
-/* The group of `rows` rows starting AHEAD groups after row o, over n_steps steps. */
-static prefetch_plan prefetch_ahead(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
-    if (n_steps <= 0 || o + (AHEAD + 1) * rows > o1) return (prefetch_plan){NULL, 0};
-    return (prefetch_plan){(const char *)W->data + (size_t)(o + AHEAD * rows) * W->row_bytes,
-                           ((size_t)rows * W->row_bytes / (size_t)n_steps + 63) / 64 * 64};
-}
-
-TARGET INLINE void prefetch_slice(prefetch_plan pf, int64_t i) {
-    if (pf.p)
-        for (size_t k = 0; k < pf.step; k += 64) _mm_prefetch(pf.p + pf.step * (size_t)i + k, _MM_HINT_T0);
-}
-
 /* ---- float weights ------------------------------------------------------- */
 
 TARGET INLINE __m256 load_w8(tl_ggml_type t, const uint8_t *w, int64_t i) {

@@ -264,7 +264,7 @@ TARGET INLINE __m512 pair_scales(const float *ws, int64_t p, __mmask16 m) {
 /* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
  * codes are made from the raw rows (decode); the arithmetic is the same. */
 TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const tl_act *A, int64_t t0, int T, float *Y,
-                              int64_t n_out) {
+                              int64_t n_out, prefetch_plan pf) {
     const int64_t nb = A->nb, n_in = A->n_in, np = nb / 2;
     __m512 acc[ROWS][TOK_TILE];
     UNROLL for (int r = 0; r < R; r++)
@@ -280,6 +280,7 @@ TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const t
     for (int64_t p = 0; p <= np; p++) {
         /* p == np is the odd last block, run as a half-empty pair */
         if (p == np && (nb & 1) == 0) break;
+        prefetch_slice(pf, p);
         __mmask64 m8 = p < np ? ~(__mmask64)0 : 0xFFFFFFFFull;
         __m512i wv[ROWS];
         __m512 wsv[ROWS];
@@ -319,26 +320,30 @@ TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const t
 
 #define QUANT_TILE(R, T)                                                                              \
     TARGET static void quant_tile_##R##_##T(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, R, TL_TYPE_COUNT, A, t0, T, Y, n_out);                                         \
+        quant_tile(w, R, TL_TYPE_COUNT, A, t0, T, Y, n_out, (prefetch_plan){NULL, 0});               \
     }
 QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(4, 3) QUANT_TILE(4, 4)
 QUANT_TILE(1, 1) QUANT_TILE(1, 2) QUANT_TILE(1, 3) QUANT_TILE(1, 4)
 
-/* Decode: one token, codes made in registers, one instantiation per type. */
+/* Decode: one token, codes made in registers, one instantiation per type;
+ * while the rows are multiplied, the rows pf names are prefetched. */
 #define QUANT_FUSED(TY)                                                                               \
-    TARGET static void fused_4_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, 4, TL_TYPE_##TY, A, t0, 1, Y, n_out);                                            \
+    TARGET static void fused_4_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out, \
+                                    prefetch_plan pf) {                                               \
+        quant_tile(w, 4, TL_TYPE_##TY, A, t0, 1, Y, n_out, pf);                                        \
     }                                                                                                 \
-    TARGET static void fused_1_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, 1, TL_TYPE_##TY, A, t0, 1, Y, n_out);                                            \
+    TARGET static void fused_1_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out, \
+                                    prefetch_plan pf) {                                               \
+        quant_tile(w, 1, TL_TYPE_##TY, A, t0, 1, Y, n_out, pf);                                        \
     }
 QUANT_FUSED(Q8_0) QUANT_FUSED(Q4_0) QUANT_FUSED(Q5_0) QUANT_FUSED(Q4_1) QUANT_FUSED(Q5_1)
 QUANT_FUSED(Q4_K) QUANT_FUSED(Q5_K) QUANT_FUSED(Q6_K)
 
 typedef void (*quant_tile_fn)(const qrows *, const tl_act *, int64_t, float *, int64_t);
+typedef void (*fused_fn)(const qrows *, const tl_act *, int64_t, float *, int64_t, prefetch_plan);
 
 /* [rows == ROWS] for a type, or NULL when it has no fused kernel. */
-static quant_tile_fn fused_kernel(tl_ggml_type t, int full) {
+static fused_fn fused_kernel(tl_ggml_type t, int full) {
     switch (t) {
     case TL_TYPE_Q8_0: return full ? fused_4_Q8_0 : fused_1_Q8_0;
     case TL_TYPE_Q4_0: return full ? fused_4_Q4_0 : fused_1_Q4_0;
@@ -376,10 +381,12 @@ TARGET void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
         for (int64_t o = o0; o < o1;) {
             int R = o1 - o >= ROWS ? ROWS : 1;
             for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            quant_tile_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
+            fused_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
             if (fused) {
+                /* the scales pass reads the rows from memory; the rows AHEAD groups on
+                 * are prefetched while these are multiplied (as the AVX2 decode does) */
                 for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, (float *)w.ws[r], (float *)w.wm[r]);
-                fused(&w, A, tc, Y + tc * n_out + o, n_out);
+                fused(&w, A, tc, Y + tc * n_out + o, n_out, prefetch_ahead(W, o, ROWS, o1, (nb + 1) / 2));
                 o += R;
                 continue;
             }
