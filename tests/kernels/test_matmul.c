@@ -241,6 +241,26 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
     free(w.wdata); free(w.wf);
 }
 
+/* T tokens of X times W on the current ISA, as one batch and token by token,
+ * against the scalar path (its result left in Yr): how many outputs of
+ * either differ from it (any bit on AVX2, beyond a tolerance elsewhere). */
+static int paths_vs_scalar(tl_pool *pool, const tl_matrix *W, const float *X, int T, float *Yr) {
+    float *Y = malloc(sizeof(float) * T * N_OUT), *Yd = malloc(sizeof(float) * T * N_OUT);
+    const char *isa = tl_kernels_isa();
+    tl_matmul(pool, W, X, T, Y);
+    for (int tk = 0; tk < T; tk++) tl_matmul(pool, W, X + tk * N_IN, 1, Yd + tk * N_OUT);
+    tl_kernels_force_isa("scalar");
+    tl_matmul(pool, W, X, T, Yr);
+    tl_kernels_force_isa(isa);
+    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "scalar"), far = 0;
+    for (int i = 0; i < T * N_OUT; i++) {
+        double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
+        far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
+    }
+    free(Y); free(Yd);
+    return far;
+}
+
 /* The integer kernels add 16-bit pair sums over as many 4-element groups as
  * a type's widest factor allows without overflow: |w| = |code - offset| on
  * the signed paths, the code itself on the unsigned ones (which take
@@ -284,22 +304,63 @@ static void check_extremes(tl_ggml_type t, tl_pool *pool, int top) {
     CHECKF(reached >= want, "%s extremes (%s): the weights reach %d, not %d", tl_type_name(t), top ? "top" : "wide",
            reached, want);
     tl_matrix W = {t, N_IN, N_OUT, rb, wd};
-    float *Y = malloc(sizeof(float) * T_EX * N_OUT), *Yd = malloc(sizeof(float) * T_EX * N_OUT);
     float *Yr = malloc(sizeof(float) * T_EX * N_OUT);
-    const char *isa = tl_kernels_isa();
-    tl_matmul(pool, &W, X, T_EX, Y);
-    for (int tk = 0; tk < T_EX; tk++) tl_matmul(pool, &W, X + tk * N_IN, 1, Yd + tk * N_OUT);
-    tl_kernels_force_isa("scalar");
-    tl_matmul(pool, &W, X, T_EX, Yr);
-    tl_kernels_force_isa(isa);
-    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "scalar"), far = 0;
-    for (int i = 0; i < T_EX * N_OUT; i++) {
-        double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
-        far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
-    }
-    CHECKF(far == 0, "%s %s extremes (%s): %d outputs differ from the scalar path's", isa, tl_type_name(t),
+    int far = paths_vs_scalar(pool, &W, X, T_EX, Yr);
+    CHECKF(far == 0, "%s %s extremes (%s): %d outputs differ from the scalar path's", tl_kernels_isa(), tl_type_name(t),
            top ? "top" : "wide", far);
-    free(src); free(X); free(wd); free(code); free(ws); free(wm); free(Y); free(Yd); free(Yr);
+    free(src); free(X); free(wd); free(code); free(ws); free(wm); free(Yr);
+}
+
+/* Q8_0 codes a file may hold but the quantizer never writes (-128), and the
+ * products at the edge of 16-bit pair sums: rows of all -128, of -128 and 127
+ * alternating (both phases), of pseudo-random codes; tokens of all +127,
+ * all -127 and alternating codes. The AVX2 prefill tile takes |w| x (x ^ the
+ * sign mask of w), whose pairs reach exactly -32768 here. Every path against
+ * the scalar one (its bits on AVX2) and all against a double-precision sum. */
+static void check_q8_codes(tl_pool *pool) {
+    if (N_IN % 32) return;
+    enum { T_EX = 9 };
+    int nb = N_IN / 32;
+    size_t rb = tl_type_row_bytes(TL_TYPE_Q8_0, N_IN);
+    uint8_t *wd = malloc(rb * N_OUT);
+    float *wf = malloc(sizeof(float) * N_IN * N_OUT), *X = malloc(sizeof(float) * N_IN * T_EX);
+    uint32_t h = 12345;
+    for (int o = 0; o < N_OUT; o++)
+        for (int b = 0; b < nb; b++) {
+            blk_q8_0 *blk = (blk_q8_0 *)(wd + o * rb) + b;
+            float d = 0.25f * (float)(1 + (o + b) % 3);
+            blk->d = tl_f32_to_half(d);
+            for (int i = 0; i < 32; i++) {
+                int c;
+                switch (o % 4) {
+                case 0: c = -128; break;
+                case 1: c = i % 2 ? 127 : -128; break;
+                case 2: c = i % 2 ? -128 : 127; break;
+                default: h = h * 1103515245u + 12345u; c = (h >> 16) % 3 == 0 ? -128 : (int)((h >> 8) % 256) - 128; break;
+                }
+                blk->qs[i] = (int8_t)c;
+                wf[o * N_IN + 32 * b + i] = d * (float)c;
+            }
+        }
+    for (int t = 0; t < T_EX; t++)
+        for (int i = 0; i < N_IN; i++)
+            X[t * N_IN + i] = t % 3 == 0 ? 1.5f : t % 3 == 1 ? -1.5f : (i % 2 ? 1.5f : -1.5f);
+    tl_matrix W = {TL_TYPE_Q8_0, N_IN, N_OUT, rb, wd};
+    float *Yr = malloc(sizeof(float) * T_EX * N_OUT);
+    int far = paths_vs_scalar(pool, &W, X, T_EX, Yr), wrong = 0;
+    for (int t = 0; t < T_EX; t++)
+        for (int o = 0; o < N_OUT; o++) {
+            int i = t * N_OUT + o;
+            double ref = 0, mag = 0;
+            for (int k = 0; k < N_IN; k++) {
+                ref += (double)wf[o * N_IN + k] * X[t * N_IN + k];
+                mag += fabs((double)wf[o * N_IN + k] * X[t * N_IN + k]);
+            }
+            wrong += fabs((double)Yr[i] - ref) > 1e-3 * mag; /* activation codes round 1.5 to 127 steps */
+        }
+    CHECKF(far == 0, "%s Q8_0 edge codes: %d outputs differ from the scalar path's", tl_kernels_isa(), far);
+    CHECKF(wrong == 0, "%s Q8_0 edge codes: %d scalar outputs are off the double-precision sums", tl_kernels_isa(), wrong);
+    free(wd); free(wf); free(X); free(Yr);
 }
 
 /* The SIMD unpacks write exactly the scalar unpack's bytes (codes, scales, mins). */
@@ -418,6 +479,7 @@ int main(void) {
                 check_extremes(types[i], p2, 0);
                 check_extremes(types[i], p2, 1);
             }
+            check_q8_codes(p2);
             if (N_IN % 256 == 0) check_multi(X, p3);
         }
     }
