@@ -474,15 +474,18 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_off,
             }
             if (nosign) {
                 UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_madd_epi16(is[t], ones);
-            } else { /* TILE_Q8: the negative weights' |w| back */
-                __m256i neg = _mm256_load_si256((const __m256i *)(P->wneg + PANEL * b));
-                UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_add_epi32(is[t], neg);
             }
         }
         if (has_off)
             UNROLL for (int t = 0; t < T; t++)
                 is[t] = _mm256_sub_epi32(is[t], _mm256_mullo_epi32(_mm256_set1_epi32(A->csum[(t0 + t) * nb + b]), offv));
         __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
+        if (kind == TILE_Q8) { /* the negative weights' |w| back */
+            __m256i neg = _mm256_load_si256((const __m256i *)(P->wneg + PANEL * b));
+            UNROLL for (int t = 0; t < T; t++)
+                acc[t] = float_step(acc[t], _mm256_add_epi32(is[t], neg), sc, _mm256_broadcast_ss(xd[t] + b));
+            continue;
+        }
         UNROLL for (int t = 0; t < T; t++)
             acc[t] = float_step(acc[t], is[t], sc, _mm256_broadcast_ss(xd[t] + b));
     }
