@@ -5,17 +5,24 @@
  *    once; GCC vector extensions, libm expf.
  *  - AVX2 + FMA (every other path): one pool item is one (tile, kv head), a
  *    tile being up to TILE consecutive tokens of one sequence (a prefill
- *    chunk, or a branch's tail after the shared prefix). Scores are a blocked
- *    product of the tile's query rows (all tokens x the head group) with
- *    each 16-row K block, read once per tile; the weighted sum of V runs over
- *    a group of query rows at a time, each V row read once per group.
- *    Softmax with an 8-lane exp (vec_avx2.h).
+ *    chunk, or a branch's tail after the shared prefix). The positions are
+ *    taken CHUNK at a time (chunks at absolute multiples of CHUNK), with an
+ *    online softmax: per chunk, the scores are a blocked product of the
+ *    tile's query rows (all tokens x the head group) with each 16-row K
+ *    block, read once per tile; each row's running max and sum are updated
+ *    (its output rescaled when the max grows), and the weighted sum of V runs
+ *    over a group of query rows at a time, each V row read once per group.
+ *    So the scores of a tile never outgrow L1/L2, however long the context,
+ *    and a tile can be large: the K/V of a long context is read once per 16
+ *    tokens. Exp is 8-lane (vec_avx2.h).
  *
  * Both keep every value a fixed-order reduction of that token's own inputs:
- * a score is q·k summed over d in order, the softmax sums lanes by j mod 8,
+ * a score is q·k summed over d in order; the portable softmax sums in j
+ * order, the AVX2 one lanes by j mod 8 within each chunk, chunk after chunk;
  * an output is sum_j p_j v_j in increasing j. Tiling only decides which of
- * these chains run side by side in registers, never their order, so results
- * do not depend on the batch, the tile or the thread count. */
+ * these chains run side by side in registers, never their order (nor the
+ * chunks, fixed by position), so results do not depend on the batch, the
+ * tile or the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +32,9 @@
 #include "engine/vec_avx2.h"
 #include "util/error.h"
 
-#define TILE 4 /* tokens per tile of the AVX2 path */
+#define TILE 16 /* tokens per tile of the AVX2 path */
+#define CHUNK 128 /* positions per online-softmax step of the AVX2 path (a multiple of PV_SUB) */
+#define PV_SUB 64  /* positions per pass of the output sums: 64 V rows of a head stay in L1 for every row group */
 
 /* 8-lane float vectors (GCC vector extensions): the same lane-wise
  * operations on every ISA (SSE pairs, AVX2 clone below). No FMA: the clones
@@ -65,7 +74,6 @@ typedef struct attn_job {
     size_t score_stride;
     const int32_t *tiles; /* AVX2: tile i is tokens [tiles[i], tiles[i + 1]) */
     int32_t n_tiles;
-    size_t ctx_stride;    /* AVX2: floats per query row of scores (>= max_pos + 1, a multiple of 16) */
 } attn_job;
 
 /* y[i] += a * x[i] */
@@ -186,9 +194,6 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
 #define UNROLL_ALL _Pragma("GCC unroll 16")
 
 enum { QK_ROWS = 6, PV_ROWS = 3 };
-/* Positions per pass of the output sums over a tile's row groups: 64 V rows
- * of one head (at most 64 x 512 B) stay in L1 while every group reads them. */
-#define PV_CHUNK 64
 
 /* s_a[r] = scale * sum_d q_a[d] * k_r[d] for the 16 rows r of one K block
  * (kt: transposed, kt[d * 16 + r]) and NA query rows. */
@@ -224,10 +229,11 @@ TL_AVX2 static void qk_rows(const float *kt, int64_t dk, const float *const *qa,
     }
 }
 
-/* o_a[i0 + ..8 NV) += sum_{j in [j0, j1)} p_a[j] * v_j[i0 + ..] for NA query
- * rows (accumulating in j order from what o_a holds). */
+/* o_a[i0 + ..8 NV) += sum_{j in [j0, j1)} p_a[j - base] * v_j[i0 + ..] for NA
+ * query rows (accumulating in j order from what o_a holds). */
 TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                            const float *const *pa, float *const *oa, int64_t i0, const int NA, const int NV) {
+                            const float *const *pa, int32_t base, float *const *oa, int64_t i0, const int NA,
+                            const int NV) {
     const kv_cache *c = J->c;
     const tl_layer_weights *w = &J->m->layers[J->layer];
     int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
@@ -241,7 +247,7 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
         for (; j < end; j++, vr += kv_v) {
             __m256 p[PV_ROWS];
             UNROLL_ALL for (int a = 0; a < NA; a++)
-                p[a] = _mm256_broadcast_ss(pa[a] + j);
+                p[a] = _mm256_broadcast_ss(pa[a] + (j - base));
             UNROLL_ALL for (int v = 0; v < NV; v++) {
                 __m256 x = _mm256_loadu_ps(vr + 8 * v);
                 UNROLL_ALL for (int a = 0; a < NA; a++)
@@ -256,15 +262,15 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
 
 #define PV_CASE(NA)                                                                  \
     switch (nv) {                                                                    \
-    case 1: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 1); break;                     \
-    case 2: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 2); break;                     \
-    case 3: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 3); break;                     \
-    default: pv_tile(J, tk, g, j0, j1, pa, oa, i0, NA, 4); break;                    \
+    case 1: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 1); break;               \
+    case 2: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 2); break;               \
+    case 3: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 3); break;               \
+    default: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 4); break;              \
     }
 
 /* pv_tile over every dim of the head: 32 at a time, then 8, then one by one. */
 TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                            const float *const *pa, float *const *oa, int na) {
+                            const float *const *pa, int32_t base, float *const *oa, int na) {
     int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
     if (j1 <= j0)
         return;
@@ -279,26 +285,38 @@ TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, i
         for (int a = 0; a < na; a++) {
             float acc = oa[a][i0];
             for (int32_t j = j0; j < j1; j++)
-                acc = fmaf(pa[a][j], kv_v_row(J->c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK)[g * dv + i0], acc);
+                acc = fmaf(pa[a][j - base], kv_v_row(J->c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK)[g * dv + i0], acc);
             oa[a][i0] = acc;
         }
 }
 
+/* o[0 .. n) *= a */
+TL_AVX2_INLINE void scale_row(float *o, float a, int64_t n) {
+    __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(o + i), av));
+    for (; i < n; i++)
+        o[i] *= a;
+}
+
 /* One (tile, kv head) per item; items run tiles from both ends of the batch
  * alternately, so that the chunks tl_pool_run_dynamic hands out mix short
- * and long contexts and the last ones to go are not all long. */
+ * and long contexts and the last ones to go are not all long. Per thread:
+ * CHUNK scores, a running max and a running sum per query row. */
 TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread) {
     attn_job *J = arg;
     const tl_model *m = J->m;
     const tl_attn_params *p = &J->p;
     const tl_layer_weights *w = &m->layers[J->layer];
     int64_t dk = w->head_dim_k, dv = w->head_dim_v;
-    int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv;
+    int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv, rows_max = TILE * group;
     float *scores = J->scores + (size_t)thread * J->score_stride;
+    float *mx_a = scores + (size_t)rows_max * CHUNK, *sum_a = mx_a + rows_max;
     const float *qa[TILE * 64];
     float *sa[TILE * 64], *oa[TILE * 64];
     int32_t lo_a[TILE * 64], hi_a[TILE * 64];
-    float inv_a[TILE * 64];
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
     for (int64_t item = b; item < e; item++) {
         int64_t k = item / n_kv;
         int32_t g = (int32_t)(item % n_kv), h0 = g * group;
@@ -311,70 +329,81 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
         for (int32_t t = t0; t < t1; t++)
             for (int32_t hh = 0; hh < group; hh++, na++) {
                 qa[na] = J->q + (int64_t)t * m->n_head * dk + (h0 + hh) * dk;
-                sa[na] = scores + (size_t)na * J->ctx_stride;
+                sa[na] = scores + (size_t)na * CHUNK;
                 oa[na] = J->out + (int64_t)t * J->out_stride + (h0 + hh) * dv;
                 lo_a[na] = first_visible(p, J->toks[t].pos);
                 hi_a[na] = J->toks[t].pos + 1;
                 jmin = lo_a[na] < jmin ? lo_a[na] : jmin;
                 jmax = hi_a[na] > jmax ? hi_a[na] : jmax;
+                /* a sink joins the sum as exp(sink - max): start from max = sink, sum = 1 */
+                mx_a[na] = p->sinks ? p->sinks[h0 + hh] : -INFINITY;
+                sum_a[na] = p->sinks ? 1.0f : 0.0f;
+                memset(oa[na], 0, sizeof(float) * (size_t)dv);
             }
-        /* scores: every K block any row of the tile sees, read once */
-        for (int32_t j0 = jmin / TL_KV_BLOCK * TL_KV_BLOCK; j0 < jmax; j0 += TL_KV_BLOCK) {
-            const float *kt = kv_k_block(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer) + (size_t)g * dk * TL_KV_BLOCK;
-            float *sj[QK_ROWS];
-            const float *qj[QK_ROWS];
-            int n = 0;
-            for (int a = 0; a < na; a++) {
-                if (hi_a[a] <= j0 || lo_a[a] >= j0 + TL_KV_BLOCK)
-                    continue;
-                qj[n] = qa[a];
-                sj[n++] = sa[a] + j0;
-                if (n == QK_ROWS) {
-                    qk_rows(kt, dk, qj, sj, p->scale, n);
-                    n = 0;
+        for (int32_t c0 = jmin / CHUNK * CHUNK; c0 < jmax; c0 += CHUNK) {
+            int32_t c1 = c0 + CHUNK;
+            /* scores: every K block of the chunk any row of the tile sees, read once */
+            for (int32_t j0 = c0; j0 < c1 && j0 < jmax; j0 += TL_KV_BLOCK) {
+                if (j0 + TL_KV_BLOCK <= jmin) continue;
+                const float *kt = kv_k_block(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer) + (size_t)g * dk * TL_KV_BLOCK;
+                float *sj[QK_ROWS];
+                const float *qj[QK_ROWS];
+                int n = 0;
+                for (int a = 0; a < na; a++) {
+                    if (hi_a[a] <= j0 || lo_a[a] >= j0 + TL_KV_BLOCK)
+                        continue;
+                    qj[n] = qa[a];
+                    sj[n++] = sa[a] + (j0 - c0);
+                    if (n == QK_ROWS) {
+                        qk_rows(kt, dk, qj, sj, p->scale, n);
+                        n = 0;
+                    }
                 }
+                if (n)
+                    qk_rows(kt, dk, qj, sj, p->scale, n);
             }
-            if (n)
-                qk_rows(kt, dk, qj, sj, p->scale, n);
-        }
-        /* softmax of each row over [lo, hi): the rest of its blocks masked */
-        for (int a = 0; a < na; a++) {
-            float *s = sa[a];
-            int32_t lo = lo_a[a], hi = hi_a[a];
-            int32_t jb = lo / TL_KV_BLOCK * TL_KV_BLOCK, je = (hi + TL_KV_BLOCK - 1) / TL_KV_BLOCK * TL_KV_BLOCK;
-            if (p->softcap > 0.0f)
-                for (int32_t j = lo; j < hi; j++)
-                    s[j] = p->softcap * tanhf(s[j] / p->softcap);
-            for (int32_t j = jb; j < lo; j++)
-                s[j] = -INFINITY;
-            for (int32_t j = hi; j < je; j++)
-                s[j] = -INFINITY;
-            __m256 mx = _mm256_set1_ps(-INFINITY);
-            for (int32_t j = jb; j < je; j += 8)
-                mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-            float top = tl_hmax8(mx);
-            float sink = p->sinks ? p->sinks[h0 + a % group] : -INFINITY;
-            top = sink > top ? sink : top;
-            __m256 tv = _mm256_set1_ps(top), sum = _mm256_setzero_ps();
-            for (int32_t j = jb; j < je; j += 8) {
-                __m256 ev = tl_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), tv));
-                _mm256_storeu_ps(s + j, ev);
-                sum = _mm256_add_ps(sum, ev);
+            /* the online softmax step of each row that sees the chunk: scores outside
+             * [lo, hi) are -inf (exp gives 0), the max so far grows to the chunk's,
+             * what was summed so far is rescaled to it */
+            for (int a = 0; a < na; a++) {
+                int32_t u0 = lo_a[a] > c0 ? lo_a[a] : c0, u1 = hi_a[a] < c1 ? hi_a[a] : c1;
+                if (u0 >= u1)
+                    continue;
+                /* s[j - c0]: position j of the chunk; the row's blocks are [i0, i1) */
+                float *s = sa[a];
+                int32_t i0 = (u0 - c0) / TL_KV_BLOCK * TL_KV_BLOCK, i1 = (u1 - c0 + TL_KV_BLOCK - 1) / TL_KV_BLOCK * TL_KV_BLOCK;
+                if (p->softcap > 0.0f)
+                    for (int32_t j = u0 - c0; j < u1 - c0; j++)
+                        s[j] = p->softcap * tanhf(s[j] / p->softcap);
+                for (int32_t j = i0; j < u0 - c0; j++)
+                    s[j] = -INFINITY;
+                for (int32_t j = u1 - c0; j < i1; j++)
+                    s[j] = -INFINITY;
+                __m256 mxv = ninf;
+                for (int32_t i = i0; i < i1; i += 8)
+                    mxv = _mm256_max_ps(mxv, _mm256_loadu_ps(s + i));
+                float top = tl_hmax8(mxv), old = mx_a[a];
+                top = old > top ? old : top;
+                __m256 tv = _mm256_set1_ps(top), sum = _mm256_setzero_ps();
+                for (int32_t i = i0; i < i1; i += 8) {
+                    __m256 ev = tl_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), tv));
+                    _mm256_storeu_ps(s + i, ev);
+                    sum = _mm256_add_ps(sum, ev);
+                }
+                /* tl_exp8(0) is exactly 1: no call when the max stays */
+                float alpha = old == top ? 1.0f : _mm256_cvtss_f32(tl_exp8(_mm256_set1_ps(old - top)));
+                sum_a[a] = sum_a[a] * alpha + tl_hsum8(sum);
+                mx_a[a] = top;
+                if (alpha != 1.0f)
+                    scale_row(oa[a], alpha, dv);
             }
-            float total = tl_hsum8(sum);
-            if (p->sinks)
-                total += _mm256_cvtss_f32(tl_exp8(_mm256_set1_ps(sink - top)));
-            inv_a[a] = 1.0f / total;
-            memset(oa[a], 0, sizeof(float) * (size_t)dv);
-        }
-        /* outputs, PV_ROWS rows at a time: their common range [L, H) side
-         * by side, what only some of them see before and after alone; over
-         * PV_CHUNK positions at a time, so that the chunk's V rows stay in
-         * L1 for every row group (each output still sums its j in order) */
-        for (int32_t c0 = jmin / TL_KV_BLOCK * TL_KV_BLOCK; c0 < jmax; c0 += PV_CHUNK) {
-            int32_t c1 = c0 + PV_CHUNK;
-#define CLAMP_LO(x) ((x) > c0 ? (x) : c0)
-#define CLAMP_HI(x) ((x) < c1 ? (x) : c1)
+            /* outputs, PV_ROWS rows at a time: their common range [L, H) side by
+             * side, what only some of them see before and after alone; the chunk's
+             * V rows stay in L1 for every row group (each output sums its j in order) */
+#define CLAMP_LO(x) ((x) > v0 ? (x) : v0)
+#define CLAMP_HI(x) ((x) < v1 ? (x) : v1)
+            for (int32_t v0 = c0; v0 < c1 && v0 < jmax; v0 += PV_SUB) {
+            int32_t v1 = v0 + PV_SUB;
             for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
                 int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
                 int32_t L = 0, H = INT32_MAX;
@@ -382,28 +411,24 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
                     L = lo_a[a] > L ? lo_a[a] : L;
                     H = hi_a[a] < H ? hi_a[a] : H;
                 }
+                const float *const *pa = (const float *const *)&sa[a0];
                 if (L >= H) {
                     for (int a = a0; a < a0 + n; a++)
-                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), (const float *const *)&sa[a], &oa[a], 1);
+                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
                     continue;
                 }
                 for (int a = a0; a < a0 + n; a++)
-                    pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), (const float *const *)&sa[a], &oa[a], 1);
-                pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), (const float *const *)&sa[a0], &oa[a0], n);
+                    pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), &pa[a - a0], c0, &oa[a], 1);
+                pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), pa, c0, &oa[a0], n);
                 for (int a = a0; a < a0 + n; a++)
-                    pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), (const float *const *)&sa[a], &oa[a], 1);
+                    pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
+            }
             }
 #undef CLAMP_LO
 #undef CLAMP_HI
         }
-        for (int a = 0; a < na; a++) {
-            __m256 iv = _mm256_set1_ps(inv_a[a]);
-            int64_t i = 0;
-            for (; i + 8 <= dv; i += 8)
-                _mm256_storeu_ps(oa[a] + i, _mm256_mul_ps(_mm256_loadu_ps(oa[a] + i), iv));
-            for (; i < dv; i++)
-                oa[a][i] *= inv_a[a];
-        }
+        for (int a = 0; a < na; a++)
+            scale_row(oa[a], 1.0f / sum_a[a], dv);
     }
 }
 #endif
@@ -447,9 +472,8 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     tl_status st;
 #ifdef TL_ENGINE_AVX2
     if (tl_engine_simd() && group <= 64) {
-        /* per thread: scores of a tile's TILE x group query rows */
-        J.ctx_stride = ((size_t)max_pos + 1 + TL_KV_BLOCK - 1) / TL_KV_BLOCK * TL_KV_BLOCK;
-        J.score_stride = J.ctx_stride * (size_t)TILE * (size_t)group;
+        /* per thread: CHUNK scores, a max and a sum for each of a tile's TILE x group query rows */
+        J.score_stride = (size_t)TILE * (size_t)group * (CHUNK + 2);
         if ((st = reserve(sc, J.score_stride * threads, (size_t)n_tok + 1, err)) != TL_OK)
             return st;
         int32_t n = 0;
