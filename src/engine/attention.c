@@ -397,32 +397,33 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
                 if (alpha != 1.0f)
                     scale_row(oa[a], alpha, dv);
             }
-            /* outputs, PV_ROWS rows at a time: their common range [L, H) side by
-             * side, what only some of them see before and after alone; the chunk's
-             * V rows stay in L1 for every row group (each output sums its j in order) */
+            /* outputs, PV_SUB positions at a time, so that their V rows stay in L1
+             * for every row group, and PV_ROWS rows at a time: their common range
+             * [L, H) side by side, what only some of them see before and after
+             * alone (each output sums its j in order) */
 #define CLAMP_LO(x) ((x) > v0 ? (x) : v0)
 #define CLAMP_HI(x) ((x) < v1 ? (x) : v1)
             for (int32_t v0 = c0; v0 < c1 && v0 < jmax; v0 += PV_SUB) {
-            int32_t v1 = v0 + PV_SUB;
-            for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
-                int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
-                int32_t L = 0, H = INT32_MAX;
-                for (int a = a0; a < a0 + n; a++) {
-                    L = lo_a[a] > L ? lo_a[a] : L;
-                    H = hi_a[a] < H ? hi_a[a] : H;
-                }
-                const float *const *pa = (const float *const *)&sa[a0];
-                if (L >= H) {
+                int32_t v1 = v0 + PV_SUB;
+                for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
+                    int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
+                    int32_t L = 0, H = INT32_MAX;
+                    for (int a = a0; a < a0 + n; a++) {
+                        L = lo_a[a] > L ? lo_a[a] : L;
+                        H = hi_a[a] < H ? hi_a[a] : H;
+                    }
+                    const float *const *pa = (const float *const *)&sa[a0];
+                    if (L >= H) {
+                        for (int a = a0; a < a0 + n; a++)
+                            pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
+                        continue;
+                    }
                     for (int a = a0; a < a0 + n; a++)
-                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
-                    continue;
+                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), &pa[a - a0], c0, &oa[a], 1);
+                    pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), pa, c0, &oa[a0], n);
+                    for (int a = a0; a < a0 + n; a++)
+                        pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
                 }
-                for (int a = a0; a < a0 + n; a++)
-                    pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), &pa[a - a0], c0, &oa[a], 1);
-                pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), pa, c0, &oa[a0], n);
-                for (int a = a0; a < a0 + n; a++)
-                    pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
-            }
             }
 #undef CLAMP_LO
 #undef CLAMP_HI

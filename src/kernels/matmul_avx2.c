@@ -272,10 +272,10 @@ TARGET void tl_unpack_row_avx2(tl_ggml_type t, const void *src, int64_t n, uint8
  *    codes and the lanes of every sum are rows: no horizontal sums, and each
  *    float step serves 8 rows. A tile is 8 rows x up to 4 tokens (16 ymm:
  *    4 float and 4 integer accumulators, the group's weights, temporaries).
- *    vpmaddubsw wants one unsigned side: Q8_0 and Q6_K multiply |w| by
- *    sign(x, w), every other type its unsigned codes by x; groups' 16-bit
- *    pair sums add up before vpmaddwd widens them, as many as cannot
- *    overflow (see TILE_Q8 ..).
+ *    vpmaddubsw wants one unsigned side: Q8_0 multiplies |w| by x ^ (the
+ *    sign mask of w), Q6_K |w| by sign(x, w), every other type its unsigned
+ *    codes by x; groups' 16-bit pair sums add up before vpmaddwd widens
+ *    them, as many as cannot overflow (see TILE_Q8 ..).
  *  - Decode (direct_rows, 1 or 2 tokens): rows read straight from the file;
  *    per row a vector of 8 lane sums (lane k = elements 4k..4k+3; unsigned
  *    codes x activations less offset x their sum, except Q8_0), turned into
@@ -472,9 +472,8 @@ TARGET INLINE void panel_tile(const panel *P, const int kind, const int has_off,
                     }
                 }
             }
-            if (nosign) {
+            if (nosign)
                 UNROLL for (int t = 0; t < T; t++) is[t] = _mm256_madd_epi16(is[t], ones);
-            }
         }
         if (has_off)
             UNROLL for (int t = 0; t < T; t++)

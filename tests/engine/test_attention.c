@@ -7,7 +7,7 @@
  *
  * Two branches share a 150-token prefix (nine shared blocks, one copied
  * partial block) and have tails of 7 and 40 tokens: contexts cross the AVX2
- * path's 64-position chunks (its online softmax rescales what it summed
+ * path's 128-position chunks (its online softmax rescales what it summed
  * when a later chunk has a larger score) and batches span several of its
  * 16-token tiles. On each path the output of a token must be bit-identical
  * whether it runs in one batch with every other token of both branches,
