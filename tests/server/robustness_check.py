@@ -79,14 +79,32 @@ for path, body, want, what in [
 check(rss_kb() - rss0 < 500_000, f"no tokenizer blow-up (was 616 MB per word): RSS {rss0} -> {rss_kb()} kB")
 
 # --- one client cannot take every connection --------------------------------------------
+def server_sockets():
+    """Sockets the server process holds open: the connections it has accepted."""
+    n = 0
+    for fd in os.listdir(f"/proc/{PID}/fd"):
+        try:
+            n += os.readlink(f"/proc/{PID}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+base = server_sockets()
 idle = []
 for _ in range(70):
     try:
-        c = socket.create_connection(("127.0.0.1", PORT), timeout=5)
+        c = socket.create_connection(("127.0.0.1", PORT), timeout=30)
         idle.append(c)
     except OSError:
         break
-time.sleep(0.5)
+check(len(idle) == 70, f"70 TCP connections open (the kernel queues those past the cap): {len(idle)}")
+# The server accepts them one by one (a thread each): under load that takes a
+# while, so wait until it holds its 64 before asking for the 65th.
+deadline = time.time() + 30
+while server_sockets() - base != 64 and time.time() < deadline:
+    time.sleep(0.1)
+check(server_sockets() - base == 64, f"the server holds 64 connections from one address: {server_sockets() - base}")
 other = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10, source_address=("127.0.0.2", 0))
 other.request("GET", "/health")
 st = other.getresponse().status
