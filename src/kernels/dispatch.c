@@ -28,6 +28,11 @@ static bool cpu_has_f16c(void) {
 static tl_isa best_supported(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+#ifdef TL_EMULATE_AVX512
+    /* the test build whose AVX-512 kernels run on SIMDe (on top of the AVX2 ones) */
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
+        return TL_ISA_AVX512;
+#endif
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
         __builtin_cpu_supports("avx512dq") &&

@@ -26,7 +26,7 @@
 
 #include "kernels/kernels_internal.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TL_EMULATE_AVX512)
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>

@@ -11,12 +11,11 @@
  *    activations, started from -offset * activation lane sums, so the 32-bit
  *    lane sums are exact), then acc += (float(lanes) * weight scales) *
  *    activation scales; the mins (if any) are a separate dot over blocks. */
-#include <immintrin.h>
+#include "kernels/avx512.h"
 #include <stdlib.h>
 
 #include "kernels/kernels_internal.h"
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 #define INLINE __attribute__((always_inline)) static inline
 #define UNROLL _Pragma("GCC unroll 4")
 

@@ -2,11 +2,9 @@
  * (same bytes as tl_unpack_mxfp4_scalar): two 32-blocks per step, 128-bit
  * lanes [low nibbles of block 0, high of 0, low of 1, high of 1] mapped
  * through the e2m1 table with one byte shuffle. */
-#include <immintrin.h>
+#include "kernels/avx512.h"
 
 #include "kernels/kernels_internal.h"
-
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")))
 
 TARGET void tl_unpack_mxfp4_avx512(const void *src, int64_t n, uint8_t *code, float *ws) {
     const blk_mxfp4 *b = src;
