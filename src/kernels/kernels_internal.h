@@ -215,8 +215,9 @@ void tl_rows_float_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const floa
 void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+/* AVX-512 CPUs: the AVX2 panels with 256-bit vpdpbusd prefill tiles (the same bits) */
+void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
-void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 /* matmul_amx.c: call only after tl_amx_usable() returned 1 (it asks Linux for the tile state). */
 int tl_amx_usable(void);
 void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);

@@ -16,6 +16,28 @@
 #define UNROLL _Pragma("GCC unroll 4")
 #define UNROLL8 _Pragma("GCC unroll 8") /* loops over a panel's rows: their vectors stay in registers */
 
+/* The prefill tiles' AVX-512 VNNI form (vnni_tile), for CPUs with AVX-512:
+ * 256-bit vpdpbusd with the EVEX encoding (32 registers). The test build
+ * TL_EMULATE_AVX512 (tests/kernels/CMakeLists.txt) runs it on AVX2 with the
+ * instruction's exact integer semantics written out lane by lane. */
+#ifdef TL_EMULATE_AVX512
+#define TARGET_VNNI TARGET
+TARGET static inline __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
+    int32_t a[8];
+    uint8_t ub[32];
+    int8_t sb[32];
+    _mm256_storeu_si256((__m256i *)a, acc);
+    _mm256_storeu_si256((__m256i *)ub, u);
+    _mm256_storeu_si256((__m256i *)sb, s);
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 4; j++) a[k] = (int32_t)((uint32_t)a[k] + (uint32_t)(ub[4 * k + j] * sb[4 * k + j]));
+    return _mm256_loadu_si256((const __m256i *)a);
+}
+#else
+#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define dpbusd256 _mm256_dpbusd_epi32
+#endif
+
 /* TOK_CHUNK: tokens whose weight panels are packed once for all of them: a
  * whole engine pass (512 tokens). Their int8 activations (512 x n_in bytes)
  * stay in L2 only for the narrower matrices, yet packing every panel half as
@@ -512,6 +534,56 @@ PANEL_TILE(1) PANEL_TILE(2) PANEL_TILE(3) PANEL_TILE(4)
 typedef void (*panel_tile_fn)(const panel *, int, int, int, const tl_act *, int64_t, float *, int64_t, int);
 static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, panel_tile_3, panel_tile_4};
 
+/* AVX-512 VNNI prefill tile: the panel's 8 rows (unsigned codes: Q8_0 packed
+ * as w + 128) times tokens t0 .. t0+T-1, T up to 8 (16 of the 32 registers
+ * accumulate). vpdpbusd adds each group's four u8 x s8 products to a 32-bit
+ * sum without saturating, so a block takes 8 of them per token, started
+ * from -offset x the block's activation sum: the exact integer sum of w x x
+ * that panel_tile finds, hence the same float steps and the same bits. Not
+ * for Q6_K (two scales per block), which stays on panel_tile. */
+enum { VNNI_TOK = 8 };
+TARGET_VNNI INLINE void vnni_tile(const panel *P, int has_min, const tl_act *A, int64_t t0, const int T, float *Y,
+                                  int64_t n_out, int R, int offset) {
+    const int64_t nb = A->nb, n_in = A->n_in;
+    __m256 acc[VNNI_TOK];
+    const int8_t *xq[VNNI_TOK];
+    const float *xd[VNNI_TOK];
+    const int32_t *cs[VNNI_TOK];
+    UNROLL8 for (int t = 0; t < T; t++) {
+        acc[t] = _mm256_setzero_ps();
+        xq[t] = A->q + (t0 + t) * n_in;
+        xd[t] = A->d + (t0 + t) * nb;
+        cs[t] = A->csum + (t0 + t) * nb;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i *wv = (const __m256i *)(P->w + 256 * b);
+        __m256i is[VNNI_TOK];
+        UNROLL8 for (int t = 0; t < T; t++) is[t] = _mm256_set1_epi32(-offset * cs[t][b]);
+        UNROLL8 for (int g = 0; g < 8; g++) {
+            __m256i w = _mm256_load_si256(wv + g);
+            UNROLL8 for (int t = 0; t < T; t++) {
+                int32_t x4;
+                memcpy(&x4, xq[t] + 32 * b + 4 * g, 4);
+                is[t] = dpbusd256(is[t], w, _mm256_set1_epi32(x4));
+            }
+        }
+        __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b));
+        UNROLL8 for (int t = 0; t < T; t++) acc[t] = float_step(acc[t], is[t], sc, _mm256_broadcast_ss(xd[t] + b));
+    }
+    UNROLL8 for (int t = 0; t < T; t++)
+        store_rows(acc[t], P->wm, has_min, A->dsum + (t0 + t) * nb, nb, Y + t * n_out, R);
+}
+
+#define VNNI_TILE(T)                                                                                           \
+    TARGET_VNNI static void vnni_tile_##T(const panel *P, int has_min, const tl_act *A, int64_t t0, float *Y,  \
+                                          int64_t n_out, int R, int offset) {                                  \
+        vnni_tile(P, has_min, A, t0, T, Y, n_out, R, offset);                                                  \
+    }
+VNNI_TILE(1) VNNI_TILE(2) VNNI_TILE(3) VNNI_TILE(4) VNNI_TILE(5) VNNI_TILE(6) VNNI_TILE(7) VNNI_TILE(8)
+typedef void (*vnni_tile_fn)(const panel *, int, const tl_act *, int64_t, float *, int64_t, int, int);
+static const vnni_tile_fn vnni_tiles[VNNI_TOK] = {vnni_tile_1, vnni_tile_2, vnni_tile_3, vnni_tile_4,
+                                                  vnni_tile_5, vnni_tile_6, vnni_tile_7, vnni_tile_8};
+
 /* Q4_K/Q5_K: the scales and mins of the 8 rows raw[0..8) straight into the
  * panel layout (lane r = row r), 8 rows per vector step: the same floats
  * row_scales writes for each row. Prefill pack and decode alike (decode has
@@ -741,7 +813,8 @@ static direct_fn direct_kernel(tl_ggml_type t) {
     }
 }
 
-TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+/* vnni: prefill tiles through vnni_tile (CPUs with AVX-512 VNNI), but for Q6_K. */
+TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y, int vnni) {
     const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
     size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
     size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
@@ -762,6 +835,9 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
     tl_unpack_info info = tl_unpack_info_of(W->type);
     int kind = tile_kind(W->type, info);
     direct_fn direct = direct_kernel(W->type);
+    /* VNNI packs every kind but Q6_K as unsigned codes (Q8_0: w + 128) */
+    vnni = vnni && kind != TILE_HALF;
+    int pack_kind = vnni ? TILE_U16 : kind, pack_offset = vnni && W->type == TL_TYPE_Q8_0 ? 128 : info.offset;
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
         for (int64_t o = o0; o < o1; o += PANEL) {
@@ -782,7 +858,14 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
                 continue;
             }
-            panel_pack(W, o, R, info.offset, info.has_min, kind, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
+            panel_pack(W, o, R, pack_offset, info.has_min, pack_kind, code, code_stride, ws, ws_stride, wm, wm_stride, &P);
+            if (vnni) {
+                for (int64_t t = tc; t < tc_end; t += VNNI_TOK) {
+                    int T = tc_end - t >= VNNI_TOK ? VNNI_TOK : (int)(tc_end - t);
+                    vnni_tiles[T - 1](&P, info.has_min, A, t, Y + t * n_out + o, n_out, R, pack_offset);
+                }
+                continue;
+            }
             for (int64_t t = tc; t < tc_end; t += PF_TOK) {
                 int T = tc_end - t >= PF_TOK ? PF_TOK : (int)(tc_end - t);
                 panel_tiles[T - 1](&P, kind, info.offset, info.has_min, A, t, Y + t * n_out + o, n_out, R);
@@ -790,6 +873,14 @@ TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
         }
     }
     free(buf);
+}
+
+TARGET void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    rows_quant(W, o0, o1, A, Y, 0);
+}
+
+TARGET void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    rows_quant(W, o0, o1, A, Y, 1);
 }
 
 /* ---- activations ---------------------------------------------------------------

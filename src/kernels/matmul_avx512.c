@@ -1,16 +1,14 @@
-/* matmul_avx512.c: the AVX-512 (F, BW, VL, VNNI) kernels, compiled with
- * target attributes so the build needs no -march and the dispatcher only
- * calls them where cpuid says they run.
+/* matmul_avx512.c: the AVX-512 (F, BW, VL, VNNI) float kernels and row
+ * unpacking, compiled with target attributes so the build needs no -march
+ * and the dispatcher only calls them where cpuid says they run. (Integer
+ * weights on AVX-512 CPUs go through matmul_avx2.c's panels, with vpdpbusd
+ * tiles for prefill: the portable kernel's bits, like the AVX2 path.)
  *
- * Both kernel families compute a tile of ROWS weight rows x up to 4 token
- * rows with one accumulator register per output; the per-output operation
- * sequence is the same whatever the tile shape (T = 1 for decode, 4 for
- * prefill), so a row's result never depends on the batch around it.
- *  - float weights: lane k accumulates elements i = k (mod 16) by FMA;
- *  - quantized weights: per pair of 32-blocks, vpdpbusd (u8 codes x s8
- *    activations, started from -offset * activation lane sums, so the 32-bit
- *    lane sums are exact), then acc += (float(lanes) * weight scales) *
- *    activation scales; the mins (if any) are a separate dot over blocks. */
+ * Float weights: a tile of ROWS weight rows x up to 4 token rows with one
+ * accumulator register per output, lane k accumulating elements
+ * i = k (mod 16) by FMA; the per-output operation sequence is the same
+ * whatever the tile shape (T = 1 for decode, 4 for prefill), so a row's
+ * result never depends on the batch around it. */
 #include "kernels/avx512.h"
 #include <stdlib.h>
 
@@ -240,164 +238,4 @@ TARGET void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uin
     row_scales(t, src, nb, ws, wm);
     for (int64_t p = 0; p < np; p++) _mm512_storeu_si512((void *)(code + 64 * p), codes_pair(t, src, p, 0));
     if (nb & 1) _mm512_mask_storeu_epi8(code + 64 * np, 0xFFFFFFFFull, codes_pair(t, src, np, 1));
-}
-
-/* ---- quantized weights ------------------------------------------------------- */
-
-typedef struct {
-    const uint8_t *code[ROWS]; /* unpacked rows (prefill) */
-    const uint8_t *raw[ROWS];  /* the stored rows (decode: codes made in registers) */
-    const float *ws[ROWS];     /* per 16 elements */
-    const float *wm[ROWS];     /* per 32 elements (has_min) */
-    int has_min;
-    int offset;                /* codes' zero point */
-} qrows;
-
-/* Lane k of the 16 covers elements 4k..4k+3 of a block pair, i.e. the
- * 16-element half k/4: ws for a pair is ws[4p + k/4]. */
-TARGET INLINE __m512 pair_scales(const float *ws, int64_t p, __mmask16 m) {
-    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps((__mmask8)m, ws + 4 * p)));
-}
-
-/* fused: TL_TYPE_COUNT to read the unpacked codes, else the weight type whose
- * codes are made from the raw rows (decode); the arithmetic is the same. */
-TARGET INLINE void quant_tile(const qrows *w, int R, tl_ggml_type fused, const tl_act *A, int64_t t0, int T, float *Y,
-                              int64_t n_out, prefetch_plan pf) {
-    const int64_t nb = A->nb, n_in = A->n_in, np = nb / 2;
-    __m512 acc[ROWS][TOK_TILE];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-    const int8_t *q[TOK_TILE];
-    const float *d[TOK_TILE];
-    UNROLL for (int t = 0; t < T; t++) {
-        q[t] = A->q + (t0 + t) * n_in;
-        d[t] = A->d + (t0 + t) * nb;
-    }
-    const __m512i offv = _mm512_set1_epi8((char)w->offset); /* codes' zero point, as u8 */
-    const __m512i dup2 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (int64_t p = 0; p <= np; p++) {
-        /* p == np is the odd last block, run as a half-empty pair */
-        if (p == np && (nb & 1) == 0) break;
-        prefetch_slice(pf, p);
-        __mmask64 m8 = p < np ? ~(__mmask64)0 : 0xFFFFFFFFull;
-        __m512i wv[ROWS];
-        __m512 wsv[ROWS];
-        UNROLL for (int r = 0; r < R; r++) {
-            if (fused == TL_TYPE_COUNT) wv[r] = _mm512_maskz_loadu_epi8(m8, w->code[r] + 64 * p);
-            else wv[r] = codes_pair(fused, w->raw[r], p, p == np);
-            wsv[r] = pair_scales(w->ws[r], p, p < np ? 0xF : 0x3);
-        }
-        UNROLL for (int t = 0; t < T; t++) {
-            __m512i xv = _mm512_maskz_loadu_epi8(m8, q[t] + 64 * p);
-            /* block scales of the pair, 8 lanes each; -offset * lane sums of x */
-            __m512 dv = _mm512_permutexvar_ps(dup2, _mm512_castps128_ps512(_mm_maskz_loadu_ps(p < np ? 0x3 : 0x1, d[t] + 2 * p)));
-            __m512i ov = w->offset ? _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, xv))
-                                   : _mm512_setzero_si512();
-            UNROLL for (int r = 0; r < R; r++) {
-                __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(ov, wv[r], xv));
-                acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(f, wsv[r]), dv, acc[r][t]);
-            }
-        }
-    }
-    UNROLL for (int r = 0; r < R; r++) {
-        UNROLL for (int t = 0; t < T; t++) {
-            float y = _mm512_reduce_add_ps(acc[r][t]);
-            if (w->has_min) {
-                const float *ds = A->dsum + (t0 + t) * nb;
-                __m512 am = _mm512_setzero_ps();
-                for (int64_t b = 0; b < nb; b += 16) {
-                    __mmask16 m = nb - b >= 16 ? 0xFFFF : (__mmask16)((1u << (nb - b)) - 1);
-                    am = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w->wm[r] + b), _mm512_maskz_loadu_ps(m, ds + b), am);
-                }
-                y += _mm512_reduce_add_ps(am);
-            }
-            Y[t * n_out + r] = y;
-        }
-    }
-}
-
-#define QUANT_TILE(R, T)                                                                              \
-    TARGET static void quant_tile_##R##_##T(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out) { \
-        quant_tile(w, R, TL_TYPE_COUNT, A, t0, T, Y, n_out, (prefetch_plan){NULL, 0});               \
-    }
-QUANT_TILE(4, 1) QUANT_TILE(4, 2) QUANT_TILE(4, 3) QUANT_TILE(4, 4)
-QUANT_TILE(1, 1) QUANT_TILE(1, 2) QUANT_TILE(1, 3) QUANT_TILE(1, 4)
-
-/* Decode: one token, codes made in registers, one instantiation per type;
- * while the rows are multiplied, the rows pf names are prefetched. */
-#define QUANT_FUSED(TY)                                                                               \
-    TARGET static void fused_4_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out, \
-                                    prefetch_plan pf) {                                               \
-        quant_tile(w, 4, TL_TYPE_##TY, A, t0, 1, Y, n_out, pf);                                        \
-    }                                                                                                 \
-    TARGET static void fused_1_##TY(const qrows *w, const tl_act *A, int64_t t0, float *Y, int64_t n_out, \
-                                    prefetch_plan pf) {                                               \
-        quant_tile(w, 1, TL_TYPE_##TY, A, t0, 1, Y, n_out, pf);                                        \
-    }
-QUANT_FUSED(Q8_0) QUANT_FUSED(Q4_0) QUANT_FUSED(Q5_0) QUANT_FUSED(Q4_1) QUANT_FUSED(Q5_1)
-QUANT_FUSED(Q4_K) QUANT_FUSED(Q5_K) QUANT_FUSED(Q6_K)
-
-typedef void (*quant_tile_fn)(const qrows *, const tl_act *, int64_t, float *, int64_t);
-typedef void (*fused_fn)(const qrows *, const tl_act *, int64_t, float *, int64_t, prefetch_plan);
-
-/* [rows == ROWS] for a type, or NULL when it has no fused kernel. */
-static fused_fn fused_kernel(tl_ggml_type t, int full) {
-    switch (t) {
-    case TL_TYPE_Q8_0: return full ? fused_4_Q8_0 : fused_1_Q8_0;
-    case TL_TYPE_Q4_0: return full ? fused_4_Q4_0 : fused_1_Q4_0;
-    case TL_TYPE_Q5_0: return full ? fused_4_Q5_0 : fused_1_Q5_0;
-    case TL_TYPE_Q4_1: return full ? fused_4_Q4_1 : fused_1_Q4_1;
-    case TL_TYPE_Q5_1: return full ? fused_4_Q5_1 : fused_1_Q5_1;
-    case TL_TYPE_Q4_K: return full ? fused_4_Q4_K : fused_1_Q4_K;
-    case TL_TYPE_Q5_K: return full ? fused_4_Q5_K : fused_1_Q5_K;
-    case TL_TYPE_Q6_K: return full ? fused_4_Q6_K : fused_1_Q6_K;
-    default: return NULL;
-    }
-}
-static const quant_tile_fn quant_tiles[2][4] = {
-    {quant_tile_1_1, quant_tile_1_2, quant_tile_1_3, quant_tile_1_4},
-    {quant_tile_4_1, quant_tile_4_2, quant_tile_4_3, quant_tile_4_4},
-};
-
-TARGET void tl_rows_quant_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
-    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
-    /* per-thread unpack buffers for ROWS rows (64-byte aligned rows) */
-    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
-    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    uint8_t *buf = aligned_alloc(64, ROWS * (code_stride + 4 * ws_stride + 4 * wm_stride));
-    if (!buf) return;
-    qrows w;
-    w.has_min = tl_unpack_info_of(W->type).has_min;
-    w.offset = tl_unpack_info_of(W->type).offset;
-    for (int r = 0; r < ROWS; r++) {
-        w.code[r] = buf + r * code_stride;
-        w.ws[r] = (float *)(buf + ROWS * code_stride) + r * ws_stride;
-        w.wm[r] = (float *)(buf + ROWS * (code_stride + 4 * ws_stride)) + r * wm_stride;
-    }
-    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
-        int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
-        for (int64_t o = o0; o < o1;) {
-            int R = o1 - o >= ROWS ? ROWS : 1;
-            for (int r = 0; r < R; r++) w.raw[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            fused_fn fused = tc_end - tc == 1 ? fused_kernel(W->type, R == ROWS) : NULL;
-            if (fused) {
-                /* the scales pass reads the rows from memory; the rows AHEAD groups on
-                 * are prefetched while these are multiplied (as the AVX2 decode does) */
-                for (int r = 0; r < R; r++) row_scales(W->type, w.raw[r], nb, (float *)w.ws[r], (float *)w.wm[r]);
-                fused(&w, A, tc, Y + tc * n_out + o, n_out, prefetch_ahead(W, o, ROWS, o1, (nb + 1) / 2));
-                o += R;
-                continue;
-            }
-            for (int r = 0; r < R; r++) {
-                tl_unpack_row_avx512(W->type, w.raw[r], n_in, (uint8_t *)w.code[r], (float *)w.ws[r], (float *)w.wm[r]);
-            }
-            for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
-                int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                quant_tiles[R == ROWS][T - 1](&w, A, t, Y + t * n_out + o, n_out);
-            }
-            o += R;
-        }
-    }
-    free(buf);
 }

@@ -230,11 +230,12 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
             }
         }
         CHECKF(far == 0, "%s %s: %d outputs differ from the scalar path", isa, tl_type_name(t), far);
-        /* the AVX2 integer kernels take the scalar kernel's rounding steps:
-         * the same bits, in prefill tiles (n_tok 64) and decode rows alike */
+        /* the AVX2 integer kernels (and on AVX-512 CPUs the same panels with
+         * vpdpbusd tiles) take the scalar kernel's rounding steps: the same
+         * bits, in prefill tiles (n_tok 64) and decode rows alike */
         int quant = t != TL_TYPE_F32 && t != TL_TYPE_F16 && t != TL_TYPE_BF16;
-        if (quant && !strcmp(isa, "avx2"))
-            CHECKF(!memcmp(Y1, Y_scalar, sizeof(float) * MAX_TOK * N_OUT), "avx2 %s: not the scalar path's bits",
+        if (quant && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512")))
+            CHECKF(!memcmp(Y1, Y_scalar, sizeof(float) * MAX_TOK * N_OUT), "%s %s: not the scalar path's bits", isa,
                    tl_type_name(t));
     }
     free(Y1); free(Y2); free(Y3); free(Yt);
@@ -243,7 +244,7 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
 
 /* T tokens of X times W on the current ISA, as one batch and token by token,
  * against the scalar path (its result left in Yr): how many outputs of
- * either differ from it (any bit on AVX2, beyond a tolerance elsewhere). */
+ * either differ from it (any bit on AVX2 and AVX-512, beyond a tolerance elsewhere). */
 static int paths_vs_scalar(tl_pool *pool, const tl_matrix *W, const float *X, int T, float *Yr) {
     float *Y = malloc(sizeof(float) * T * N_OUT), *Yd = malloc(sizeof(float) * T * N_OUT);
     const char *isa = tl_kernels_isa();
@@ -252,7 +253,7 @@ static int paths_vs_scalar(tl_pool *pool, const tl_matrix *W, const float *X, in
     tl_kernels_force_isa("scalar");
     tl_matmul(pool, W, X, T, Yr);
     tl_kernels_force_isa(isa);
-    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "scalar"), far = 0;
+    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "avx512") || !strcmp(isa, "scalar"), far = 0;
     for (int i = 0; i < T * N_OUT; i++) {
         double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
         far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
