@@ -1,5 +1,7 @@
 /* matmul_avx2.c: the AVX2 + FMA + F16C kernels, for x86 CPUs without
- * AVX-512 (compiled with target attributes; the dispatcher checks cpuid).
+ * AVX-512 (compiled with target attributes; the dispatcher checks cpuid),
+ * and the integer kernels of CPUs with AVX-512 too, whose prefill tiles use
+ * vpdpbusd (vnni_tile) for the same bits.
  *
  * Float weights: tiles of 4 rows x up to 2 tokens (16 ymm registers), one
  * 8-lane step per 8 elements. Integer weights: 8-row panels whose integer
