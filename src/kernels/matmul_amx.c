@@ -1,9 +1,11 @@
 /* matmul_amx.c: AMX tile kernels (Intel Sapphire Rapids and later), used
  * when TL_ISA=amx and the CPU and kernel allow it (tl_amx_usable).
  *
- * NOT MEASURED, NOT RUN: written and compiled on a machine without AMX; the
- * equality tests (tests/kernels/test_matmul.c) run them only where the CPU
- * has AMX. That is why the path is opt-in rather than the default.
+ * NOT MEASURED: written on machines without AMX, so the path is opt-in
+ * rather than the default. Its logic is tested everywhere: the test build
+ * TL_EMULATE_AVX512 (tests/kernels/CMakeLists.txt) runs this file on
+ * emulated tiles (emulate_amx.h) and test_matmul holds the integer kernel to
+ * the portable kernel's bits; where the CPU has AMX it runs the real thing.
  *
  * Integer weights (every quantized type): tiles of 16 output rows x up to
  * 16 tokens. Each weight row is unpacked (tl_unpack_row_avx512) and turned
@@ -12,21 +14,34 @@
  * codes are the A operand as they lie in tl_act (one token per tile row).
  * One TDPBSSD per scale group (a 32-block, or 16 elements for Q6_K) gives
  * the exact integer dot product of every (token, row) pair of the tile;
- * then, per pair, y = fma((float)dot * ws, d, y) in group order, and the
- * mins' share (Q4_1/Q5_1/K-quants) at the end. A pair's arithmetic depends
- * on nothing else in the tile, and a single token (decode) goes through the
- * same tiles, so results are the same bits for any batch and thread count.
+ * then, per pair, the portable kernel's float steps (matmul_scalar.c), one
+ * rounding each in its order: acc + ((float)dot * ws) * d per group, the
+ * mins' share (Q4_1/Q5_1/K-quants) summed apart and added at the end. So
+ * the bits are those of every other integer path, and calls of fewer than
+ * AMX_MIN_TOK tokens (decode) take the AVX-512 panels (tl_rows_quant_vnni)
+ * instead of packing 16 rows for one token: prefill, decode and branch
+ * evaluation agree exactly.
  *
  * F16 / BF16 weights: weights and activations rounded to bfloat16 (round to
  * nearest even), TDPBF16PS accumulating every 32-element chunk into the
- * float32 tile in K order; F32 weights stay on the AVX-512 kernel. */
+ * float32 tile in K order; F32 weights stay on the AVX-512 kernel. These
+ * results are not the other paths' bits (bf16 activations), so this kernel
+ * serves every call, decode included. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(TL_EMULATE_AVX512)
+#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef TL_EMULATE_AVX512
+#include "kernels/emulate_avx512.h"
+#include "kernels/emulate_amx.h"
+
+int tl_amx_usable(void) { return 1; } /* the emulated CPU has AMX */
+
+#define TARGET
+#else
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -45,9 +60,11 @@ int tl_amx_usable(void) {
 }
 
 #define TARGET __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+#endif
 #define INLINE __attribute__((always_inline)) static inline
 
-enum { TN = 16, TM = 16 }; /* output rows / tokens per tile */
+/* output rows / tokens per tile; the fewest tokens worth packing tiles for */
+enum { TN = 16, TM = 16, AMX_MIN_TOK = 8 };
 
 /* The 64-byte tile configuration (palette 1). */
 typedef struct __attribute__((packed, aligned(64))) {
@@ -73,6 +90,10 @@ TARGET static void configure(int m, int ka, int kb) {
 
 TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    if (n_tok < AMX_MIN_TOK) { /* the same bits without packing a tile per 16 rows */
+        tl_rows_quant_vnni(W, o0, o1, A, Y);
+        return;
+    }
     tl_unpack_info info = tl_unpack_info_of(W->type);
     const int kg = W->type == TL_TYPE_Q6_K ? 16 : 32; /* elements per scale group */
     const int64_t ng = n_in / kg;
@@ -120,16 +141,17 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
                 __m512 sv = _mm512_loadu_ps(gs + g * TN);
                 for (int t = 0; t < m; t++) {
                     __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + t * 16));
-                    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(A->d[(t0 + t) * nb + b]), acc[t]);
+                    /* three roundings, as the portable kernel (no fma) */
+                    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(A->d[(t0 + t) * nb + b])));
                 }
             }
             for (int t = 0; t < m; t++) {
                 if (info.has_min) {
-                    /* per row: sum over blocks in order of wm * dsum */
-                    __m512 mn = _mm512_setzero_ps();
+                    /* per row: the sum over blocks in order of wm * dsum, then added once */
                     const float *ds = A->dsum + (t0 + t) * nb;
+                    __m512 mn = _mm512_setzero_ps();
                     for (int64_t b = 0; b < nb; b++)
-                        mn = _mm512_fmadd_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b]), mn);
+                        mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b])));
                     acc[t] = _mm512_add_ps(acc[t], mn);
                 }
                 float out[TN];

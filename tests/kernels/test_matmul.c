@@ -5,8 +5,10 @@
  *   (b) row t of Y is the same bits whether computed alone (n_tok = 1) or in
  *       a batch of 2, 3, 7 or 64 rows;
  *   (c) each SIMD path agrees with the scalar path within a small tolerance
- *       (the AMX path where the CPU has AMX; it is skipped, saying so, elsewhere);
- *       the AVX2 integer kernels give exactly its bits.
+ *       (the AMX path where the CPU has AMX, and on emulated tiles in
+ *       kernels/test_matmul_emu512; test_matmul skips it elsewhere, saying so);
+ *       the AVX2, AVX-512 and AMX integer kernels give exactly its bits (AVX-512
+ *       and AMX also in the emulated build, kernels/test_matmul_emu512).
  * Also the thread pool's split: every index exactly once, by a fixed thread;
  * and its dynamic runs: every index exactly once, in whole chunks, never by
  * two calls at once under one thread index. */
@@ -231,10 +233,10 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
         }
         CHECKF(far == 0, "%s %s: %d outputs differ from the scalar path", isa, tl_type_name(t), far);
         /* the AVX2 integer kernels (and on AVX-512 CPUs the same panels with
-         * vpdpbusd tiles) take the scalar kernel's rounding steps: the same
-         * bits, in prefill tiles (n_tok 64) and decode rows alike */
+         * vpdpbusd tiles, and the AMX tiles) take the scalar kernel's rounding
+         * steps: the same bits, in prefill tiles (n_tok 64) and decode rows alike */
         int quant = t != TL_TYPE_F32 && t != TL_TYPE_F16 && t != TL_TYPE_BF16;
-        if (quant && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512")))
+        if (quant && (!strcmp(isa, "avx2") || !strcmp(isa, "avx512") || !strcmp(isa, "amx")))
             CHECKF(!memcmp(Y1, Y_scalar, sizeof(float) * MAX_TOK * N_OUT), "%s %s: not the scalar path's bits", isa,
                    tl_type_name(t));
     }
@@ -244,7 +246,7 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
 
 /* T tokens of X times W on the current ISA, as one batch and token by token,
  * against the scalar path (its result left in Yr): how many outputs of
- * either differ from it (any bit on AVX2 and AVX-512, beyond a tolerance elsewhere). */
+ * either differ from it (any bit on AVX2, AVX-512 and AMX, beyond a tolerance elsewhere). */
 static int paths_vs_scalar(tl_pool *pool, const tl_matrix *W, const float *X, int T, float *Yr) {
     float *Y = malloc(sizeof(float) * T * N_OUT), *Yd = malloc(sizeof(float) * T * N_OUT);
     const char *isa = tl_kernels_isa();
@@ -253,7 +255,7 @@ static int paths_vs_scalar(tl_pool *pool, const tl_matrix *W, const float *X, in
     tl_kernels_force_isa("scalar");
     tl_matmul(pool, W, X, T, Yr);
     tl_kernels_force_isa(isa);
-    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "avx512") || !strcmp(isa, "scalar"), far = 0;
+    int exact = !strcmp(isa, "avx2") || !strcmp(isa, "avx512") || !strcmp(isa, "amx") || !strcmp(isa, "scalar"), far = 0;
     for (int i = 0; i < T * N_OUT; i++) {
         double tol = exact ? 0 : 2e-6 * fabs((double)Yr[i]) * 4;
         far += fabs((double)Y[i] - Yr[i]) > tol || fabs((double)Yd[i] - Yr[i]) > tol;
