@@ -75,18 +75,78 @@ typedef struct __attribute__((packed, aligned(64))) {
     uint8_t rows[16];
 } tile_config;
 
-/* tmm0: A (m rows x ka bytes), tmm1: B (kb rows x 64 bytes), tmm2: C (m x 64 bytes). */
+/* Two sets of tiles, so one dot product runs while the last one's results
+ * are taken: tmm0 / tmm3: A (m rows x ka bytes), tmm1 / tmm4: B (kb rows x
+ * 64 bytes), tmm2 / tmm5: C (m x 64 bytes). */
 TARGET static void configure(int m, int ka, int kb) {
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    cfg.rows[0] = (uint8_t)m, cfg.colsb[0] = (uint16_t)ka;
-    cfg.rows[1] = (uint8_t)kb, cfg.colsb[1] = 64;
-    cfg.rows[2] = (uint8_t)m, cfg.colsb[2] = 64;
+    for (int s = 0; s < 6; s += 3) {
+        cfg.rows[s] = (uint8_t)m, cfg.colsb[s] = (uint16_t)ka;
+        cfg.rows[s + 1] = (uint8_t)kb, cfg.colsb[s + 1] = 64;
+        cfg.rows[s + 2] = (uint8_t)m, cfg.colsb[s + 2] = 64;
+    }
     _tile_loadconfig(&cfg);
 }
 
 /* ---- integer weights ----------------------------------------------------- */
+
+/* The exact dot products of scale group g (kg elements) for the tile's
+ * tokens and 16 rows, into C tile set s (tile numbers are immediates). */
+TARGET INLINE void group_dot(int s, const int8_t *a, int64_t a_stride, const int8_t *b) {
+    if (s == 0) {
+        _tile_zero(2);
+        _tile_loadd(0, a, a_stride);
+        _tile_loadd(1, b, 64);
+        _tile_dpbssd(2, 0, 1);
+    } else {
+        _tile_zero(5);
+        _tile_loadd(3, a, a_stride);
+        _tile_loadd(4, b, 64);
+        _tile_dpbssd(5, 3, 4);
+    }
+}
+
+/* One tile of T tokens (t0 ..) x 16 rows over every group, the portable
+ * kernel's float steps per (token, row); T a constant where it is TM, so the
+ * 16 accumulators stay in registers. */
+TARGET INLINE void quant_tile(const tl_act *A, int64_t t0, const int T, const int8_t *packed, const float *gs,
+                              const float *gm, int kg, int has_min, int32_t *cbuf, float *Y, int64_t n_out, int nr) {
+    const int64_t n_in = A->n_in, nb = A->nb, ng = n_in / kg;
+    const int8_t *a = A->q + t0 * n_in;
+    __m512 acc[TM];
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    group_dot(0, a, n_in, packed);
+    for (int64_t g = 0; g < ng; g++) {
+        int s = (int)(g & 1);
+        if (g + 1 < ng) /* the next group's product, in the other set, before this one's float steps */
+            group_dot(s ^ 1, a + (g + 1) * kg, n_in, packed + (size_t)(g + 1) * kg * TN);
+        if (s == 0) _tile_stored(2, cbuf, 64);
+        else _tile_stored(5, cbuf, 64);
+        int64_t b = g * kg / QK32;
+        __m512 sv = _mm512_loadu_ps(gs + g * TN);
+        const float *d = A->d + t0 * nb + b;
+        for (int t = 0; t < T; t++) {
+            __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + t * 16));
+            /* three roundings, as the portable kernel (no fma) */
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(d[t * nb])));
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        if (has_min) {
+            /* per row: the sum over blocks in order of wm * dsum, then added once */
+            const float *ds = A->dsum + (t0 + t) * nb;
+            __m512 mn = _mm512_setzero_ps();
+            for (int64_t b = 0; b < nb; b++)
+                mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b])));
+            acc[t] = _mm512_add_ps(acc[t], mn);
+        }
+        float *y = Y + (t0 + t) * n_out;
+        if (nr == TN) _mm512_storeu_ps(y, acc[t]);
+        else _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), acc[t]);
+    }
+}
 
 TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
@@ -97,67 +157,49 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
     tl_unpack_info info = tl_unpack_info_of(W->type);
     const int kg = W->type == TL_TYPE_Q6_K ? 16 : 32; /* elements per scale group */
     const int64_t ng = n_in / kg;
-    /* per 16 rows: packed int8 B tiles (ng x kg/4 x 16 x 4), group scales (ng x 16), mins (nb x 16) */
-    size_t packed_bytes = (size_t)n_in * TN, scales = (size_t)ng * TN, mins = (size_t)nb * TN;
+    /* per 16 rows: their codes (16 x code_stride), the packed int8 B tiles
+     * (n_in / 4 tile rows of 64 bytes: row j holds the 4 weights 4j .. 4j+3 of
+     * each of the 16 rows, so group g's tile is rows g kg/4 ..), group scales
+     * (ng x 16), mins (nb x 16) */
     size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
+    size_t packed_bytes = (size_t)n_in * TN, scales = (size_t)ng * TN, mins = (size_t)nb * TN;
     size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    size_t bytes = packed_bytes + 4 * (scales + mins) + code_stride + 4 * (ws_stride + wm_stride) + 64 * 16 + 256;
+    size_t bytes = packed_bytes + code_stride * TN + 4 * (scales + mins + ws_stride + wm_stride) + 64 * 16 + 256;
     uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!buf) return;
     int8_t *packed = (int8_t *)buf;
-    float *gs = (float *)(buf + packed_bytes);             /* gs[g * 16 + n] */
+    uint8_t *codes = buf + packed_bytes;                   /* codes[n * code_stride + k] */
+    float *gs = (float *)(codes + code_stride * TN);       /* gs[g * 16 + n] */
     float *gm = gs + scales;                               /* gm[b * 16 + n] */
-    uint8_t *code = (uint8_t *)(gm + mins);
-    float *ws = (float *)(code + code_stride), *wm = ws + ws_stride;
+    float *ws = gm + mins, *wm = ws + ws_stride;
     int32_t *cbuf = (int32_t *)(((uintptr_t)(wm + wm_stride) + 63) & ~(uintptr_t)63); /* 16 x 16 */
+    const __m512i offv = _mm512_set1_epi8((char)info.offset);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)code_stride));
     for (int64_t o = o0; o < o1; o += TN) {
         int nr = o1 - o < TN ? (int)(o1 - o) : TN;
-        memset(packed, 0, packed_bytes);
-        memset(gs, 0, sizeof(float) * scales);
-        memset(gm, 0, sizeof(float) * mins);
+        __mmask16 live = (__mmask16)((1u << nr) - 1);
+        if (nr < TN) { /* rows past the matrix: scales 0, their results never stored */
+            memset(gs, 0, sizeof(float) * scales);
+            memset(gm, 0, sizeof(float) * mins);
+        }
         for (int n = 0; n < nr; n++) {
-            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in, code, ws, wm);
-            for (int64_t g = 0; g < ng; g++) {
-                gs[g * TN + n] = ws[g * kg / 16];
-                int8_t *dst = packed + (size_t)g * kg * TN; /* (kg/4) rows of 16 x 4 bytes */
-                for (int k = 0; k < kg; k++)
-                    dst[(k / 4) * 64 + n * 4 + (k % 4)] = (int8_t)((int)code[g * kg + k] - info.offset);
-            }
+            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in,
+                                 codes + (size_t)n * code_stride, ws, wm);
+            for (int64_t g = 0; g < ng; g++) gs[g * TN + n] = ws[g * kg / 16];
             if (info.has_min)
                 for (int64_t b = 0; b < nb; b++) gm[b * TN + n] = wm[b];
+        }
+        /* tile row j: dword j of each row's codes, less the offset (bytes wrap: code - offset is in [-128, 127]) */
+        for (int64_t j = 0; j < n_in / 4; j++) {
+            __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1);
+            _mm512_store_si512(packed + 64 * j, _mm512_sub_epi8(v, offv));
         }
         for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
             int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
             configure(m, kg, kg / 4);
-            __m512 acc[TM];
-            for (int t = 0; t < TM; t++) acc[t] = _mm512_setzero_ps();
-            for (int64_t g = 0; g < ng; g++) {
-                int64_t b = g * kg / QK32;
-                _tile_zero(2);
-                _tile_loadd(0, A->q + t0 * n_in + g * kg, n_in);
-                _tile_loadd(1, packed + (size_t)g * kg * TN, 64);
-                _tile_dpbssd(2, 0, 1);
-                _tile_stored(2, cbuf, 64);
-                __m512 sv = _mm512_loadu_ps(gs + g * TN);
-                for (int t = 0; t < m; t++) {
-                    __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + t * 16));
-                    /* three roundings, as the portable kernel (no fma) */
-                    acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(A->d[(t0 + t) * nb + b])));
-                }
-            }
-            for (int t = 0; t < m; t++) {
-                if (info.has_min) {
-                    /* per row: the sum over blocks in order of wm * dsum, then added once */
-                    const float *ds = A->dsum + (t0 + t) * nb;
-                    __m512 mn = _mm512_setzero_ps();
-                    for (int64_t b = 0; b < nb; b++)
-                        mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b])));
-                    acc[t] = _mm512_add_ps(acc[t], mn);
-                }
-                float out[TN];
-                _mm512_storeu_ps(out, acc[t]);
-                memcpy(Y + (t0 + t) * n_out + o, out, sizeof(float) * (size_t)nr);
-            }
+            if (m == TM) quant_tile(A, t0, TM, packed, gs, gm, kg, info.has_min, cbuf, Y + o, n_out, nr);
+            else quant_tile(A, t0, m, packed, gs, gm, kg, info.has_min, cbuf, Y + o, n_out, nr);
         }
     }
     _tile_release();
