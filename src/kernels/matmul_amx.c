@@ -62,6 +62,7 @@ int tl_amx_usable(void) {
 #define TARGET __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
 #endif
 #define INLINE __attribute__((always_inline)) static inline
+#define UNROLL16 _Pragma("GCC unroll 16") /* loops over a tile's tokens: accumulators in registers */
 
 /* output rows / tokens per tile; the fewest tokens worth packing tiles for */
 enum { TN = 16, TM = 16, AMX_MIN_TOK = 8 };
@@ -116,7 +117,7 @@ TARGET INLINE void quant_tile(const tl_act *A, int64_t t0, const int T, const in
     const int64_t n_in = A->n_in, nb = A->nb, ng = n_in / kg;
     const int8_t *a = A->q + t0 * n_in;
     __m512 acc[TM];
-    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    UNROLL16 for (int t = 0; t < TM; t++) acc[t] = _mm512_setzero_ps();
     group_dot(0, a, n_in, packed);
     for (int64_t g = 0; g < ng; g++) {
         int s = (int)(g & 1);
@@ -127,13 +128,13 @@ TARGET INLINE void quant_tile(const tl_act *A, int64_t t0, const int T, const in
         int64_t b = g * kg / QK32;
         __m512 sv = _mm512_loadu_ps(gs + g * TN);
         const float *d = A->d + t0 * nb + b;
-        for (int t = 0; t < T; t++) {
+        UNROLL16 for (int t = 0; t < T; t++) {
             __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + t * 16));
             /* three roundings, as the portable kernel (no fma) */
             acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(f, sv), _mm512_set1_ps(d[t * nb])));
         }
     }
-    for (int t = 0; t < T; t++) {
+    UNROLL16 for (int t = 0; t < T; t++) {
         if (has_min) {
             /* per row: the sum over blocks in order of wm * dsum, then added once */
             const float *ds = A->dsum + (t0 + t) * nb;
