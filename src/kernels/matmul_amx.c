@@ -22,11 +22,12 @@
  * instead of packing 16 rows for one token: prefill, decode and branch
  * evaluation agree exactly.
  *
- * F16 / BF16 weights: weights and activations rounded to bfloat16 (round to
- * nearest even), TDPBF16PS accumulating every 32-element chunk into the
- * float32 tile in K order; F32 weights stay on the AVX-512 kernel. These
- * results are not the other paths' bits (bf16 activations), so this kernel
- * serves every call, decode included. */
+ * F16 / BF16 weights: TDPBF16PS on activations (and F16 weights) split into
+ * two bfloat16 terms each (see "float weights" below), accumulating every
+ * 32-element chunk into the float32 tile in K order; F32 weights stay on the
+ * AVX-512 kernel. These results are not the other paths' bits, so this
+ * kernel serves every call, decode included (batch-independent all the same:
+ * a (token, row) pair's sum depends on nothing else in its tile). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,9 +208,57 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
     free(buf);
 }
 
-/* ---- float weights (F16, BF16) --------------------------------------------- */
+/* ---- float weights (F16, BF16) ---------------------------------------------
+ * TDPBF16PS multiplies bfloat16 pairs (8-bit significands) into float32
+ * sums. Rounding the activations (and F16 weights) to bf16 would cost 16 of
+ * their 24 bits, so each is split into two bf16 terms, hi = bf16(v) and
+ * lo = bf16(v - hi): x keeps 16 bits, and an F16 weight (11 bits) is exactly
+ * hi + lo. Per 32-element chunk, wh xh + wh xl + wl xh go into the float32
+ * tile in K order (BF16 weights: wh xh + wh xl); the dropped wl xl and x's
+ * rounding leave each product within 2^-15 of exact, where the AVX-512
+ * kernel is within 2^-24. */
 
-TARGET INLINE uint16_t bf16_of(float f) { return tl_f32_to_bf16(f); }
+/* 16 floats to bf16 (round to nearest even; NaN stays a quiet NaN) and the
+ * same values back as floats. */
+TARGET INLINE __m256i bf16_16(__m512 f, __m512 *back) {
+    __m512i u = _mm512_castps_si512(f);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    r = _mm512_srli_epi32(r, 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+    *back = _mm512_castsi512_ps(_mm512_slli_epi32(r, 16));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+/* n floats (x, or F16 halves when h) as hi and lo bf16 rows, zero-padded to kp. */
+TARGET static void split_row(const float *x, const uint16_t *h, int64_t n, int64_t kp, uint16_t *hi, uint16_t *lo) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        __m512 v = h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + k))) : _mm512_loadu_ps(x + k), vh, vl;
+        _mm256_storeu_si256((__m256i *)(hi + k), bf16_16(v, &vh));
+        if (lo) _mm256_storeu_si256((__m256i *)(lo + k), bf16_16(_mm512_sub_ps(v, vh), &vl));
+    }
+    for (; k < n; k++) {
+        float v = h ? tl_half_to_f32(h[k]) : x[k];
+        hi[k] = tl_f32_to_bf16(v);
+        if (lo) lo[k] = tl_f32_to_bf16(v - tl_bf16_to_f32(hi[k]));
+    }
+    for (; k < kp; k++) {
+        hi[k] = 0;
+        if (lo) lo[k] = 0;
+    }
+}
+
+/* B tiles of 16 bf16 rows (row_stride bytes apart): tile row j holds dword j
+ * (elements 2j, 2j+1) of each row. */
+TARGET static void pack_pairs(const uint16_t *rows, int64_t row_stride, int nr, int64_t kp, uint16_t *packed) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i offs = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)row_stride));
+    __mmask16 live = (__mmask16)((1u << nr) - 1);
+    for (int64_t j = 0; j < kp / 2; j++)
+        _mm512_store_si512(packed + 32 * j, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offs, rows + 2 * j, 1));
+}
 
 TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
     if (W->type == TL_TYPE_F32) {
@@ -218,37 +267,44 @@ TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
     }
     const int64_t n_in = W->n_in, n_out = W->n_out;
     const int64_t kp = (n_in + 31) / 32 * 32; /* padded with zeros to whole 32-element chunks */
+    const int f16 = W->type == TL_TYPE_F16;  /* weights with a lo part */
+    /* packed hi / lo B tiles (chunk c: 16 tile rows of 16 outputs x 2); the 16
+     * rows' hi / lo bf16 (TN x kp each); the activations' hi / lo (n_tok x kp each) */
     size_t packed_bytes = (size_t)kp * TN * 2, act_bytes = (size_t)kp * (size_t)n_tok * 2;
-    uint8_t *buf = aligned_alloc(64, packed_bytes + act_bytes + 64 * 16 * 4);
+    uint8_t *buf = aligned_alloc(64, 4 * packed_bytes + 2 * act_bytes + 64 * 16 * 4);
     if (!buf) return;
-    uint16_t *packed = (uint16_t *)buf; /* chunk c: 16 rows (pairs) x 16 outputs x 2 */
-    uint16_t *act = (uint16_t *)(buf + packed_bytes); /* n_tok rows of kp bf16 */
-    float *cbuf = (float *)(buf + packed_bytes + act_bytes);
-    for (int64_t t = 0; t < n_tok; t++) {
-        const float *x = X + t * n_in;
-        uint16_t *a = act + (size_t)t * kp;
-        for (int64_t k = 0; k < n_in; k++) a[k] = bf16_of(x[k]);
-        for (int64_t k = n_in; k < kp; k++) a[k] = 0;
-    }
+    uint16_t *ph = (uint16_t *)buf, *pl = (uint16_t *)(buf + packed_bytes);
+    uint16_t *rh = (uint16_t *)(buf + 2 * packed_bytes), *rl = (uint16_t *)(buf + 3 * packed_bytes);
+    uint16_t *ah = (uint16_t *)(buf + 4 * packed_bytes), *al = (uint16_t *)(buf + 4 * packed_bytes + act_bytes);
+    float *cbuf = (float *)(buf + 4 * packed_bytes + 2 * act_bytes);
+    for (int64_t t = 0; t < n_tok; t++)
+        split_row(X + t * n_in, NULL, n_in, kp, ah + (size_t)t * kp, al + (size_t)t * kp);
     for (int64_t o = o0; o < o1; o += TN) {
         int nr = o1 - o < TN ? (int)(o1 - o) : TN;
-        memset(packed, 0, packed_bytes);
         for (int n = 0; n < nr; n++) {
             const uint16_t *src = (const uint16_t *)((const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes);
-            for (int64_t k = 0; k < n_in; k++) {
-                uint16_t h = src[k];
-                uint16_t v = W->type == TL_TYPE_BF16 ? h : bf16_of(tl_half_to_f32(h));
-                packed[(k / 32) * 512 + ((k % 32) / 2) * 32 + n * 2 + (k % 2)] = v;
+            if (f16) split_row(NULL, src, n_in, kp, rh + (size_t)n * kp, rl + (size_t)n * kp);
+            else {
+                memcpy(rh + (size_t)n * kp, src, sizeof(uint16_t) * (size_t)n_in);
+                memset(rh + (size_t)n * kp + n_in, 0, sizeof(uint16_t) * (size_t)(kp - n_in));
             }
         }
+        pack_pairs(rh, kp * 2, nr, kp, ph);
+        if (f16) pack_pairs(rl, kp * 2, nr, kp, pl);
         for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
             int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
             configure(m, 64, 16);
             _tile_zero(2);
             for (int64_t c = 0; c < kp / 32; c++) {
-                _tile_loadd(0, act + (size_t)t0 * kp + c * 32, kp * 2);
-                _tile_loadd(1, packed + c * 512, 64);
+                _tile_loadd(0, ah + (size_t)t0 * kp + c * 32, kp * 2);
+                _tile_loadd(3, al + (size_t)t0 * kp + c * 32, kp * 2);
+                _tile_loadd(1, ph + c * 512, 64);
                 _tile_dpbf16ps(2, 0, 1);
+                _tile_dpbf16ps(2, 3, 1);
+                if (f16) {
+                    _tile_loadd(4, pl + c * 512, 64);
+                    _tile_dpbf16ps(2, 0, 4);
+                }
             }
             _tile_stored(2, cbuf, 64);
             for (int t = 0; t < m; t++)
