@@ -175,7 +175,7 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
     float *gm = gs + scales;                               /* gm[b * 16 + n] */
     float *ws = gm + mins, *wm = ws + ws_stride;
     int32_t *cbuf = (int32_t *)(((uintptr_t)(wm + wm_stride) + 63) & ~(uintptr_t)63); /* 16 x 16 */
-    const __m512i offv = _mm512_set1_epi8((char)info.offset);
+    const __m256i offv = _mm256_set1_epi8((char)info.offset);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)code_stride));
     for (int64_t o = o0; o < o1; o += TN) {
@@ -186,17 +186,18 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
             memset(gm, 0, sizeof(float) * mins);
         }
         for (int n = 0; n < nr; n++) {
-            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in,
-                                 codes + (size_t)n * code_stride, ws, wm);
+            uint8_t *c = codes + (size_t)n * code_stride;
+            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in, c, ws, wm);
+            /* the signed weights code - offset, in [-128, 127] (bytes wrap) */
+            for (int64_t k = 0; k < n_in; k += 32)
+                _mm256_store_si256((__m256i *)(c + k), _mm256_sub_epi8(_mm256_load_si256((const __m256i *)(c + k)), offv));
             for (int64_t g = 0; g < ng; g++) gs[g * TN + n] = ws[g * kg / 16];
             if (info.has_min)
                 for (int64_t b = 0; b < nb; b++) gm[b * TN + n] = wm[b];
         }
-        /* tile row j: dword j of each row's codes, less the offset (bytes wrap: code - offset is in [-128, 127]) */
-        for (int64_t j = 0; j < n_in / 4; j++) {
-            __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1);
-            _mm512_store_si512(packed + 64 * j, _mm512_sub_epi8(v, offv));
-        }
+        /* tile row j: dword j of each row's weights */
+        for (int64_t j = 0; j < n_in / 4; j++)
+            _mm512_store_si512(packed + 64 * j, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1));
         for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
             int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
             configure(m, kg, kg / 4);
