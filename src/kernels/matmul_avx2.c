@@ -121,8 +121,25 @@ typedef void (*float_tile_fn)(tl_ggml_type, const uint8_t *const *, const float 
                               prefetch_plan);
 static const float_tile_fn float_tiles[2][2] = {{float_tile_1_1, float_tile_1_2}, {float_tile_4_1, float_tile_4_2}};
 
+/* Row r of a 16-bit float matrix as floats (exact: the values load_w8 gives). */
+TARGET static void widen_row(tl_ggml_type t, const uint8_t *w, int64_t n, float *out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load_w8(t, w, i));
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, w + 2 * i, 2);
+        out[i] = t == TL_TYPE_F16 ? tl_half_to_f32(h) : tl_bf16_to_f32(h);
+    }
+}
+
+/* From this many tokens on, F16/BF16 rows are widened to floats once per
+ * token chunk (WIDEN_MIN_TOK / 2 or more tile passes read them) instead of
+ * converted again by every 2-token tile: the same floats, so the same bits. */
+enum { WIDEN_MIN_TOK = 4 };
+
 TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out;
+    float *wide = W->type != TL_TYPE_F32 && n_tok >= WIDEN_MIN_TOK ? malloc(sizeof(float) * ROWS * (size_t)n_in) : NULL;
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK_FLOAT) {
         int64_t tc_end = tc + TOK_CHUNK_FLOAT < n_tok ? tc + TOK_CHUNK_FLOAT : n_tok;
         for (int64_t o = o0; o < o1;) {
@@ -136,13 +153,22 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                 o += R;
                 continue;
             }
+            tl_ggml_type type = W->type;
+            if (wide) {
+                for (int r = 0; r < R; r++) {
+                    widen_row(W->type, w[r], n_in, wide + (size_t)r * n_in);
+                    w[r] = (const uint8_t *)(wide + (size_t)r * n_in);
+                }
+                type = TL_TYPE_F32;
+            }
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});
+                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});
             }
             o += R;
         }
     }
+    free(wide);
 }
 
 /* ---- unpacking quantized rows ----------------------------------------------
