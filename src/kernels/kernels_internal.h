@@ -128,13 +128,14 @@ size_t tl_kernels_block_bytes(tl_ggml_type t);
 
  * Activations (one per X row): each 32-block quantized to int8 with one
  * float scale. Kept compact (prefill streams them once per weight-row tile):
- * 36 bytes per 32 values. */
+ * 52 bytes per 32 values. */
 typedef struct {
     int64_t n_tok, n_in, nb;  /* nb = n_in / 32 blocks per row */
     int8_t *q;                /* [n_tok][n_in] codes, |q| <= 127 */
     float *d;                 /* [n_tok][nb] block scale */
     float *dsum;              /* [n_tok][nb] scale * sum of the block's codes */
     int32_t *csum;            /* [n_tok][nb] sum of the block's codes */
+    int32_t *hsum;            /* [n_tok][2 nb] sum of each 16-code half (Q6_K's VNNI tile) */
 } tl_act;
 
 /* Weights, unpacked one row at a time into a canonical form every weight

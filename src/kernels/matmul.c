@@ -63,14 +63,15 @@ static int is_float(tl_ggml_type t) { return t == TL_TYPE_F32 || t == TL_TYPE_F1
 static uint8_t *act_alloc(tl_act *act, int64_t n_tok, int64_t n_in) {
     int64_t nb = n_in / QK32;
     size_t n_blocks = (size_t)(n_tok * nb);
-    size_t bytes = n_blocks * (32 + 4 + 4 + 4) + 64;
+    size_t bytes = n_blocks * (32 + 4 + 4 + 4 + 8) + 64;
     uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!buf) return NULL;
-    *act = (tl_act){n_tok, n_in, nb, NULL, NULL, NULL, NULL};
+    *act = (tl_act){n_tok, n_in, nb, NULL, NULL, NULL, NULL, NULL};
     act->q = (int8_t *)buf;                               /* 32 B per block */
     act->d = (float *)(buf + n_blocks * 32);              /* 4 B per block */
     act->dsum = (float *)(buf + n_blocks * 36);           /* 4 B per block */
     act->csum = (int32_t *)(buf + n_blocks * 40);         /* 4 B per block */
+    act->hsum = (int32_t *)(buf + n_blocks * 44);         /* 8 B per block */
     return buf;
 }
 

@@ -567,11 +567,13 @@ static const panel_tile_fn panel_tiles[PF_TOK] = {panel_tile_1, panel_tile_2, pa
  * accumulate). vpdpbusd adds each group's four u8 x s8 products to a 32-bit
  * sum without saturating, so a block takes 8 of them per token, started
  * from -offset x the block's activation sum: the exact integer sum of w x x
- * that panel_tile finds, hence the same float steps and the same bits. Not
- * for Q6_K (two scales per block), which stays on panel_tile. */
+ * that panel_tile finds, hence the same float steps and the same bits.
+ * halves (Q6_K, a scale per 16 elements): each half-block its own 4 groups,
+ * started from -offset x that half's activation sum (tl_act.hsum), and its
+ * own float step, as the portable kernel takes them. */
 enum { VNNI_TOK = 8 };
 TARGET_VNNI INLINE void vnni_tile(const panel *P, int has_min, const tl_act *A, int64_t t0, const int T, float *Y,
-                                  int64_t n_out, int R, int offset) {
+                                  int64_t n_out, int R, int offset, const int halves) {
     const int64_t nb = A->nb, n_in = A->n_in;
     __m256 acc[VNNI_TOK];
     const int8_t *xq[VNNI_TOK];
@@ -586,6 +588,22 @@ TARGET_VNNI INLINE void vnni_tile(const panel *P, int has_min, const tl_act *A, 
     for (int64_t b = 0; b < nb; b++) {
         const __m256i *wv = (const __m256i *)(P->w + 256 * b);
         __m256i is[VNNI_TOK];
+        if (halves) {
+            _Pragma("GCC unroll 1") for (int h = 0; h < 2; h++) {
+                UNROLL8 for (int t = 0; t < T; t++) is[t] = _mm256_set1_epi32(-offset * A->hsum[2 * ((t0 + t) * nb + b) + h]);
+                UNROLL for (int g = 4 * h; g < 4 * h + 4; g++) {
+                    __m256i w = _mm256_load_si256(wv + g);
+                    UNROLL8 for (int t = 0; t < T; t++) {
+                        int32_t x4;
+                        memcpy(&x4, xq[t] + 32 * b + 4 * g, 4);
+                        is[t] = dpbusd256(is[t], w, _mm256_set1_epi32(x4));
+                    }
+                }
+                __m256 sc = _mm256_load_ps(P->ws + PANEL * (2 * b + h));
+                UNROLL8 for (int t = 0; t < T; t++) acc[t] = float_step(acc[t], is[t], sc, _mm256_broadcast_ss(xd[t] + b));
+            }
+            continue;
+        }
         UNROLL8 for (int t = 0; t < T; t++) is[t] = _mm256_set1_epi32(-offset * cs[t][b]);
         UNROLL8 for (int g = 0; g < 8; g++) {
             __m256i w = _mm256_load_si256(wv + g);
@@ -604,11 +622,12 @@ TARGET_VNNI INLINE void vnni_tile(const panel *P, int has_min, const tl_act *A, 
 
 #define VNNI_TILE(T)                                                                                           \
     TARGET_VNNI static void vnni_tile_##T(const panel *P, int has_min, const tl_act *A, int64_t t0, float *Y,  \
-                                          int64_t n_out, int R, int offset) {                                  \
-        vnni_tile(P, has_min, A, t0, T, Y, n_out, R, offset);                                                  \
+                                          int64_t n_out, int R, int offset, int halves) {                      \
+        if (halves) vnni_tile(P, has_min, A, t0, T, Y, n_out, R, offset, 1);                                   \
+        else vnni_tile(P, has_min, A, t0, T, Y, n_out, R, offset, 0);                                          \
     }
 VNNI_TILE(1) VNNI_TILE(2) VNNI_TILE(3) VNNI_TILE(4) VNNI_TILE(5) VNNI_TILE(6) VNNI_TILE(7) VNNI_TILE(8)
-typedef void (*vnni_tile_fn)(const panel *, int, const tl_act *, int64_t, float *, int64_t, int, int);
+typedef void (*vnni_tile_fn)(const panel *, int, const tl_act *, int64_t, float *, int64_t, int, int, int);
 static const vnni_tile_fn vnni_tiles[VNNI_TOK] = {vnni_tile_1, vnni_tile_2, vnni_tile_3, vnni_tile_4,
                                                   vnni_tile_5, vnni_tile_6, vnni_tile_7, vnni_tile_8};
 
@@ -863,8 +882,7 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
     tl_unpack_info info = tl_unpack_info_of(W->type);
     int kind = tile_kind(W->type, info);
     direct_fn direct = direct_kernel(W->type);
-    /* VNNI packs every kind but Q6_K as unsigned codes (Q8_0: w + 128) */
-    vnni = vnni && kind != TILE_HALF;
+    /* VNNI packs every kind as unsigned codes (Q8_0: w + 128; Q6_K its 0..63) */
     int pack_kind = vnni ? TILE_U16 : kind, pack_offset = vnni && W->type == TL_TYPE_Q8_0 ? 128 : info.offset;
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
         int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
@@ -890,7 +908,7 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
             if (vnni) {
                 for (int64_t t = tc; t < tc_end; t += VNNI_TOK) {
                     int T = tc_end - t >= VNNI_TOK ? VNNI_TOK : (int)(tc_end - t);
-                    vnni_tiles[T - 1](&P, info.has_min, A, t, Y + t * n_out + o, n_out, R, pack_offset);
+                    vnni_tiles[T - 1](&P, info.has_min, A, t, Y + t * n_out + o, n_out, R, pack_offset, kind == TILE_HALF);
                 }
                 continue;
             }
@@ -951,14 +969,18 @@ TARGET void tl_act_quantize_rows_avx2(tl_act *a, const float *X, int64_t t0, int
             __m256i p = _mm256_packs_epi16(p01, p23);
             p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
             _mm256_storeu_si256((__m256i *)q, p);
-            __m256i s32 = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            /* the sums of the two 16-code halves (lanes: the low one's, then the high one's) */
+            __m256i h01 = _mm256_add_epi32(c[0], c[1]), h23 = _mm256_add_epi32(c[2], c[3]);
+            __m128i s4 = _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(h01), _mm256_extracti128_si256(h01, 1)),
+                                        _mm_add_epi32(_mm256_castsi256_si128(h23), _mm256_extracti128_si256(h23, 1)));
+            s4 = _mm_hadd_epi32(s4, s4);
+            int lo16 = _mm_cvtsi128_si32(s4), hi16 = _mm_extract_epi32(s4, 1);
             d = tl_half_to_f32(tl_f32_to_half(d)); /* the block keeps its scale as binary16 */
             a->d[t * a->nb + b] = d;
-            a->dsum[t * a->nb + b] = d * (float)_mm_cvtsi128_si32(s4);
-            a->csum[t * a->nb + b] = _mm_cvtsi128_si32(s4);
+            a->dsum[t * a->nb + b] = d * (float)(lo16 + hi16);
+            a->csum[t * a->nb + b] = lo16 + hi16;
+            a->hsum[2 * (t * a->nb + b)] = lo16;
+            a->hsum[2 * (t * a->nb + b) + 1] = hi16;
         }
     }
 }

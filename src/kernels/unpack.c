@@ -33,14 +33,17 @@ void tl_act_quantize_rows(tl_act *a, const float *X, int64_t t0, int64_t t1) {
              * from zero; the block keeps the scale rounded to binary16 */
             float d = amax / 127.f;
             float id = d != 0 ? 1.0f / d : 0;
-            int sum = 0;
+            int sum = 0, half[2] = {0, 0};
             for (int i = 0; i < QK32; i++) {
                 float v = x[i] * id;
                 int c = v >= 127.f ? 127 : v <= -127.f ? -127 : (int)roundf(v);
                 if (v != v) c = 0; /* NaN input */
                 q[i] = (int8_t)c;
                 sum += c;
+                half[i / 16] += c;
             }
+            a->hsum[2 * (t * a->nb + b)] = half[0];
+            a->hsum[2 * (t * a->nb + b) + 1] = half[1];
             d = tl_half_to_f32(tl_f32_to_half(d));
             a->d[t * a->nb + b] = d;
             a->dsum[t * a->nb + b] = d * (float)sum;

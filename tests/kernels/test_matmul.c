@@ -407,19 +407,20 @@ static void check_act_quantize(void) {
     for (int i = 128; i < 160; i++) X[i] = (float)(i - 144) * 0.5f; /* halves: ties away from zero */
     int8_t q0[T * NI], q1[T * NI];
     float d0[T * NB], d1[T * NB], s0[T * NB], s1[T * NB];
-    int32_t c0[T * NB], c1[T * NB];
-    tl_act a0 = {T, NI, NB, q0, d0, s0, c0}, a1 = {T, NI, NB, q1, d1, s1, c1};
+    int32_t c0[T * NB], c1[T * NB], h0[2 * T * NB], h1[2 * T * NB];
+    tl_act a0 = {T, NI, NB, q0, d0, s0, c0, h0}, a1 = {T, NI, NB, q1, d1, s1, c1, h1};
     tl_act_quantize_rows(&a0, X, 0, T);
     tl_act_quantize_rows_avx2(&a1, X, 0, T);
     CHECK(!memcmp(q0, q1, sizeof q0));
     CHECK(!memcmp(d0, d1, sizeof d0));
     CHECK(!memcmp(s0, s1, sizeof s0));
     CHECK(!memcmp(c0, c1, sizeof c0));
-    int sums_ok = 1; /* csum is the codes' sum */
+    CHECK(!memcmp(h0, h1, sizeof h0));
+    int sums_ok = 1; /* csum is the codes' sum, hsum each half's */
     for (int b = 0; b < T * NB; b++) {
-        int sum = 0;
-        for (int i = 0; i < 32; i++) sum += q0[32 * b + i];
-        sums_ok &= sum == c0[b];
+        int sum = 0, half[2] = {0, 0};
+        for (int i = 0; i < 32; i++) sum += q0[32 * b + i], half[i / 16] += q0[32 * b + i];
+        sums_ok &= sum == c0[b] && half[0] == h0[2 * b] && half[1] == h0[2 * b + 1];
     }
     CHECK(sums_ok);
     free(X);
