@@ -162,11 +162,11 @@ static double tolerance(const weights *w, int o, const float *x) {
             act += wsum * amax / 254.0;
         }
     }
-    /* BF16 activations (vdpbf16ps) round x to 8 bits of mantissa; the AMX
-     * tiles split x and F16 weights into two bf16 terms each, which leaves
-     * every product within about 2^-17 of exact */
-    if (w->type == TL_TYPE_BF16) act += sum_abs * 0x1p-8;
-    if (w->type == TL_TYPE_F16 && !strcmp(tl_kernels_isa(), "amx")) act += sum_abs * 0x1p-15;
+    /* the AMX tiles split x (and F16 weights) into two bf16 terms each, which
+     * leaves every product within about 2^-17 of exact; every other float
+     * path multiplies in float */
+    int bf16_tiles = (w->type == TL_TYPE_F16 || w->type == TL_TYPE_BF16) && !strcmp(tl_kernels_isa(), "amx");
+    if (bf16_tiles) act += sum_abs * 0x1p-15;
     return 2e-6 * sum_abs + act + 1e-30;
 }
 
@@ -227,8 +227,8 @@ static void check_type(tl_ggml_type t, const float *X, tl_pool *p1, tl_pool *p2,
                 /* same algorithm, different summation order: float rounding only */
                 double sum_abs = 0;
                 for (int i = 0; i < N_IN; i++) sum_abs += fabs((double)w.wf[o * N_IN + i] * X[tk * N_IN + i]);
-                int bf16_tiles = t == TL_TYPE_F16 && !strcmp(isa, "amx");
-                if (d > 2e-6 * sum_abs + (t == TL_TYPE_BF16 ? sum_abs * 0x1p-7 : 0) + (bf16_tiles ? sum_abs * 0x1p-14 : 0))
+                int bf16_tiles = (t == TL_TYPE_F16 || t == TL_TYPE_BF16) && !strcmp(isa, "amx");
+                if (d > 2e-6 * sum_abs + (bf16_tiles ? sum_abs * 0x1p-14 : 0))
                     far++;
             }
         }
