@@ -219,9 +219,18 @@ void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act
 /* AVX-512 CPUs: the AVX2 panels with 256-bit vpdpbusd prefill tiles (the same bits) */
 void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+/* 16-bit float rows w[0..R) (n elements) widened into wide (R x n floats, exact: the values the float
+ * tiles read), w[r] pointed at its floats: shared by the AVX2 and AVX-512 float kernels. */
+void tl_widen_rows_avx2(tl_ggml_type t, const uint8_t **w, int R, int64_t n, float *wide);
 /* matmul_amx.c: call only after tl_amx_usable() returned 1 (it asks Linux for the tile state). */
 int tl_amx_usable(void);
-void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
+/* The AMX F16/BF16 tiles' activations: each row of X split into bf16 hi and lo terms, rows of
+ * tl_amx_row_elems(n_in) (zero-padded to whole 32-element chunks); xs holds the n_tok hi rows, then
+ * the n_tok lo rows. tl_amx_split_rows fills rows [t0, t1) of both, once per matmul call. */
+static inline int64_t tl_amx_row_elems(int64_t n_in) { return (n_in + 31) / 32 * 32; }
+void tl_amx_split_rows(const float *X, int64_t n_in, int64_t n_tok, int64_t t0, int64_t t1, uint16_t *xs);
+void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, const uint16_t *xs, int64_t n_tok,
+                       float *Y);
 void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct {
     float *Y;
     tl_act *act;
     tl_isa isa;
+    uint16_t *xs; /* AMX F16/BF16: X split into bf16 terms (tl_amx_split_rows), else NULL */
 } matmul_job;
 
 static void act_rows(void *v, int64_t t0, int64_t t1, int thread) {
@@ -39,7 +40,7 @@ static void act_rows(void *v, int64_t t0, int64_t t1, int thread) {
 static void float_rows(void *v, int64_t o0, int64_t o1, int thread) {
     matmul_job *j = v;
     switch (j->isa) {
-    case TL_ISA_AMX: tl_rows_float_amx(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
+    case TL_ISA_AMX: tl_rows_float_amx(j->W, o0, o1, j->X, j->xs, j->n_tok, j->Y); break;
     case TL_ISA_AVX512: tl_rows_float_avx512(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
     case TL_ISA_AVX2: tl_rows_float_avx2(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
     default: tl_rows_float_scalar(j->W, o0, o1, j->X, j->n_tok, j->Y); break;
@@ -57,6 +58,24 @@ static void quant_rows(void *v, int64_t o0, int64_t o1, int thread) {
 }
 
 static int is_float(tl_ggml_type t) { return t == TL_TYPE_F32 || t == TL_TYPE_F16 || t == TL_TYPE_BF16; }
+
+/* Whether the AMX bf16 tiles take W, and so want X split (once per call, for every row chunk). */
+static int wants_split(tl_isa isa, const tl_matrix *W) {
+    return isa == TL_ISA_AMX && (W->type == TL_TYPE_F16 || W->type == TL_TYPE_BF16);
+}
+
+static void split_rows(void *v, int64_t t0, int64_t t1, int thread) {
+    matmul_job *j = v;
+    tl_amx_split_rows(j->X, j->W->n_in, j->n_tok, t0, t1, j->xs);
+}
+
+/* X split for the AMX bf16 tiles into job->xs (NULL when out of memory). */
+static uint16_t *split_alloc(tl_pool *p, matmul_job *job) {
+    size_t n = 2 * (size_t)job->n_tok * (size_t)tl_amx_row_elems(job->W->n_in);
+    job->xs = aligned_alloc(64, (sizeof(uint16_t) * n + 63) / 64 * 64);
+    if (job->xs) tl_pool_run(p, job->n_tok, 4, split_rows, job);
+    return job->xs;
+}
 
 /* Quantized activations of X for matrices of n_in columns: one allocation
  * for the codes, block scales and block sums; NULL when out of memory. */
@@ -112,25 +131,36 @@ void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *
     multi_job mj = {.n = n};
     tl_act act;
     uint8_t *buf = NULL;
+    uint16_t *xs = NULL; /* one split of X for every matrix the bf16 tiles take */
     tl_isa isa = tl_kernels_isa_id();
     if (quant) {
         if (!(buf = act_alloc(&act, n_tok, W[0]->n_in))) return;
     }
     mj.first[0] = 0;
     for (int k = 0; k < n; k++) {
-        mj.job[k] = (matmul_job){W[k], X, n_tok, Y[k], quant ? &act : NULL, isa};
+        mj.job[k] = (matmul_job){W[k], X, n_tok, Y[k], quant ? &act : NULL, isa, NULL};
+        if (wants_split(isa, W[k])) {
+            if (!xs && !(xs = split_alloc(p, &mj.job[k]))) {
+                free(buf);
+                return;
+            }
+            mj.job[k].xs = xs;
+        }
         mj.first[k + 1] = mj.first[k] + (W[k]->n_out + ROW_GRAIN - 1) / ROW_GRAIN;
     }
     if (quant) tl_pool_run(p, n_tok, 4, act_rows, &mj.job[0]);
     run_rows(p, n_tok, mj.first[n], 1, multi_rows, &mj);
     free(buf);
+    free(xs);
 }
 
 void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
     if (n_tok <= 0 || W->n_out <= 0) return;
-    matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id()};
+    matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id(), NULL};
     if (is_float(W->type)) {
+        if (wants_split(job.isa, W) && !split_alloc(p, &job)) return;
         run_rows(p, n_tok, W->n_out, ROW_GRAIN, float_rows, &job);
+        free(job.xs);
         return;
     }
     if (!tl_kernels_supports(W->type) || W->n_in % QK32) return;

@@ -261,25 +261,30 @@ TARGET static void pack_pairs(const uint16_t *rows, int64_t row_stride, int nr, 
         _mm512_store_si512(packed + 32 * j, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offs, rows + 2 * j, 1));
 }
 
-TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {
+TARGET void tl_amx_split_rows(const float *X, int64_t n_in, int64_t n_tok, int64_t t0, int64_t t1, uint16_t *xs) {
+    const int64_t kp = tl_amx_row_elems(n_in);
+    for (int64_t t = t0; t < t1; t++)
+        split_row(X + t * n_in, NULL, n_in, kp, xs + (size_t)t * kp, xs + (size_t)(n_tok + t) * kp);
+}
+
+TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, const uint16_t *xs,
+                              int64_t n_tok, float *Y) {
     if (W->type == TL_TYPE_F32) {
         tl_rows_float_avx512(W, o0, o1, X, n_tok, Y);
         return;
     }
     const int64_t n_in = W->n_in, n_out = W->n_out;
-    const int64_t kp = (n_in + 31) / 32 * 32; /* padded with zeros to whole 32-element chunks */
-    const int f16 = W->type == TL_TYPE_F16;  /* weights with a lo part */
+    const int64_t kp = tl_amx_row_elems(n_in); /* padded with zeros to whole 32-element chunks */
+    const int f16 = W->type == TL_TYPE_F16;     /* weights with a lo part */
     /* packed hi / lo B tiles (chunk c: 16 tile rows of 16 outputs x 2); the 16
-     * rows' hi / lo bf16 (TN x kp each); the activations' hi / lo (n_tok x kp each) */
-    size_t packed_bytes = (size_t)kp * TN * 2, act_bytes = (size_t)kp * (size_t)n_tok * 2;
-    uint8_t *buf = aligned_alloc(64, 4 * packed_bytes + 2 * act_bytes + 64 * 16 * 4);
+     * rows' hi / lo bf16 (TN x kp each); the activations' hi / lo rows come split (xs) */
+    size_t packed_bytes = (size_t)kp * TN * 2;
+    uint8_t *buf = aligned_alloc(64, 4 * packed_bytes + 64 * 16 * 4);
     if (!buf) return;
     uint16_t *ph = (uint16_t *)buf, *pl = (uint16_t *)(buf + packed_bytes);
     uint16_t *rh = (uint16_t *)(buf + 2 * packed_bytes), *rl = (uint16_t *)(buf + 3 * packed_bytes);
-    uint16_t *ah = (uint16_t *)(buf + 4 * packed_bytes), *al = (uint16_t *)(buf + 4 * packed_bytes + act_bytes);
-    float *cbuf = (float *)(buf + 4 * packed_bytes + 2 * act_bytes);
-    for (int64_t t = 0; t < n_tok; t++)
-        split_row(X + t * n_in, NULL, n_in, kp, ah + (size_t)t * kp, al + (size_t)t * kp);
+    const uint16_t *ah = xs, *al = xs + (size_t)n_tok * kp;
+    float *cbuf = (float *)(buf + 4 * packed_bytes);
     for (int64_t o = o0; o < o1; o += TN) {
         int nr = o1 - o < TN ? (int)(o1 - o) : TN;
         for (int n = 0; n < nr; n++) {
@@ -319,5 +324,7 @@ TARGET void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
 #else
 int tl_amx_usable(void) { return 0; }
 void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {}
-void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y) {}
+void tl_amx_split_rows(const float *X, int64_t n_in, int64_t n_tok, int64_t t0, int64_t t1, uint16_t *xs) {}
+void tl_rows_float_amx(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, const uint16_t *xs, int64_t n_tok,
+                       float *Y) {}
 #endif

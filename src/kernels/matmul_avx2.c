@@ -132,6 +132,13 @@ TARGET static void widen_row(tl_ggml_type t, const uint8_t *w, int64_t n, float 
     }
 }
 
+TARGET void tl_widen_rows_avx2(tl_ggml_type t, const uint8_t **w, int R, int64_t n, float *wide) {
+    for (int r = 0; r < R; r++) {
+        widen_row(t, w[r], n, wide + (size_t)r * n);
+        w[r] = (const uint8_t *)(wide + (size_t)r * n);
+    }
+}
+
 /* From this many tokens on, F16/BF16 rows are widened to floats once per
  * token chunk (WIDEN_MIN_TOK / 2 or more tile passes read them) instead of
  * converted again by every 2-token tile: the same floats, so the same bits. */
@@ -153,14 +160,8 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
                 o += R;
                 continue;
             }
-            tl_ggml_type type = W->type;
-            if (wide) {
-                for (int r = 0; r < R; r++) {
-                    widen_row(W->type, w[r], n_in, wide + (size_t)r * n_in);
-                    w[r] = (const uint8_t *)(wide + (size_t)r * n_in);
-                }
-                type = TL_TYPE_F32;
-            }
+            if (wide) tl_widen_rows_avx2(W->type, w, R, n_in, wide);
+            tl_ggml_type type = wide ? TL_TYPE_F32 : W->type;
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
                 float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});

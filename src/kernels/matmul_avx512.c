@@ -73,17 +73,9 @@ static const float_tile_fn float_tiles[2][4] = {
     {float_tile_4_1, float_tile_4_2, float_tile_4_3, float_tile_4_4},
 };
 
-/* A 16-bit float row as floats (exact: the values load_w16 gives). */
-TARGET static void widen_row(tl_ggml_type t, const uint8_t *w, int64_t n, float *out) {
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(out + i, m, load_w16(t, w, i, m));
-    }
-}
-
 /* From this many tokens on, F16/BF16 rows are widened to floats once per
- * token chunk, not converted again by every 4-token tile: the same floats,
- * so the same bits. */
+ * token chunk (tl_widen_rows_avx2: the exact floats load_w16 gives), not
+ * converted again by every 4-token tile: the same bits. */
 enum { WIDEN_MIN_TOK = 8 };
 
 TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok,
@@ -96,14 +88,8 @@ TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
             int R = o1 - o >= ROWS ? ROWS : 1;
             const uint8_t *w[ROWS];
             UNROLL for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            tl_ggml_type type = W->type;
-            if (wide) {
-                for (int r = 0; r < R; r++) {
-                    widen_row(W->type, w[r], n_in, wide + (size_t)r * n_in);
-                    w[r] = (const uint8_t *)(wide + (size_t)r * n_in);
-                }
-                type = TL_TYPE_F32;
-            }
+            if (wide) tl_widen_rows_avx2(W->type, w, R, n_in, wide);
+            tl_ggml_type type = wide ? TL_TYPE_F32 : W->type;
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
                 float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
