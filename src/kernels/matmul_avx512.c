@@ -17,7 +17,7 @@
 #define INLINE __attribute__((always_inline)) static inline
 #define UNROLL _Pragma("GCC unroll 4")
 
-enum { ROWS = 4, TOK_TILE = 4, TOK_CHUNK = 64 };
+enum { ROWS = 4, TOK_TILE = 4 };
 
 /* ---- float weights ------------------------------------------------------- */
 
@@ -73,31 +73,40 @@ static const float_tile_fn float_tiles[2][4] = {
     {float_tile_4_1, float_tile_4_2, float_tile_4_3, float_tile_4_4},
 };
 
-/* From this many tokens on, F16/BF16 rows are widened to floats once per
- * token chunk (tl_widen_rows_avx2: the exact floats load_w16 gives), not
- * converted again by every 4-token tile: the same bits. */
-enum { WIDEN_MIN_TOK = 8 };
+/* Tokens per chunk: a chunk's activations are read again for every 4-row
+ * panel, so they should stay in L2 (halved while over 640 KB: 64 tokens for
+ * n_in 896, 32 for 4864). Measured on Zen 5 (bench/README, ninth pass): for
+ * 896 x 4864 weights, 32 tokens give 77 GMAC/s on one core, 64 give 71. */
+static int64_t tok_chunk(int64_t n_in) {
+    int64_t c = 64;
+    while (c > 16 && c * n_in * (int64_t)sizeof(float) > 640 * 1024) c /= 2;
+    return c;
+}
 
+/* F16/BF16 weights are converted in every tile (load_w16), not widened to
+ * floats once per chunk as on AVX2 CPUs: four F16 rows of 4864 fit in L1,
+ * their floats do not, and the conversion is cheap here (Zen 5: 896 x 4864 at
+ * 68.9 GMAC/s converting in the tile, 54.8 widened). The same floats reach the
+ * same FMAs either way, so the bits do not depend on this. While a panel is
+ * multiplied, the panel AHEAD panels on is prefetched, a slice per tile. */
 TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok,
                                  float *Y) {
-    const int64_t n_in = W->n_in, n_out = W->n_out;
-    float *wide = W->type != TL_TYPE_F32 && n_tok >= WIDEN_MIN_TOK ? malloc(sizeof(float) * ROWS * (size_t)n_in) : NULL;
-    for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
-        int64_t tc_end = tc + TOK_CHUNK < n_tok ? tc + TOK_CHUNK : n_tok;
+    const int64_t n_in = W->n_in, n_out = W->n_out, chunk = tok_chunk(n_in);
+    for (int64_t tc = 0; tc < n_tok; tc += chunk) {
+        int64_t tc_end = tc + chunk < n_tok ? tc + chunk : n_tok;
         for (int64_t o = o0; o < o1;) {
             int R = o1 - o >= ROWS ? ROWS : 1;
             const uint8_t *w[ROWS];
             UNROLL for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            if (wide) tl_widen_rows_avx2(W->type, w, R, n_in, wide);
-            tl_ggml_type type = wide ? TL_TYPE_F32 : W->type;
+            prefetch_plan pf = prefetch_ahead(W, o, ROWS, o1, (tc_end - tc + TOK_TILE - 1) / TOK_TILE);
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
+                prefetch_slice(pf, (t - tc) / TOK_TILE);
+                float_tiles[R == ROWS][T - 1](W->type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out);
             }
             o += R;
         }
     }
-    free(wide);
 }
 
 /* ---- unpacking quantized rows ----------------------------------------------

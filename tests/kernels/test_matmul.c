@@ -120,9 +120,11 @@ static void check_pool(void) {
 
 /* ---- matmul ------------------------------------------------------------------ */
 
-enum { MAX_IN = 512, MAX_OUT = 37, MAX_TOK = 64 };
+enum { MAX_IN = 2816, MAX_OUT = 37, MAX_TOK = 64 };
 /* Current shape: 512 x 37 for every type; 96 x 5 (an odd number of 32-blocks)
- * and 100 x 6 (float types: a tail shorter than a vector) for the edges. */
+ * and 100 x 6 (float types: a tail shorter than a vector) for the edges;
+ * 2816 x 6: rows long enough that the AVX-512 float kernel takes 32-token
+ * chunks (64 tokens of 2816 floats would not stay in L2). */
 static int N_IN = 512, N_OUT = 37;
 
 typedef struct {
@@ -465,8 +467,8 @@ int main(void) {
     for (int k = 0; k < NT; k++) Y_scalar[k] = malloc(sizeof(float) * MAX_TOK * MAX_OUT);
     tl_pool *p1 = tl_pool_new(1), *p2 = tl_pool_new(2), *p3 = tl_pool_new(3);
 
-    static const int shapes[3][2] = {{512, 37}, {96, 5}, {100, 6}};
-    for (int sh = 0; sh < 3; sh++) {
+    static const int shapes[4][2] = {{512, 37}, {96, 5}, {100, 6}, {2816, 6}};
+    for (int sh = 0; sh < 4; sh++) {
         N_IN = shapes[sh][0];
         N_OUT = shapes[sh][1];
         for (int i = 0; i < NT; i++) check_unpack(types[i]);
