@@ -218,6 +218,8 @@ void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float 
 void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 /* AVX-512 CPUs: the AVX2 panels with 256-bit vpdpbusd prefill tiles (the same bits) */
 void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+/* matmul_avx512.c: 16-row 512-bit VNNI tiles for 8 tokens or more (fewer: tl_rows_quant_vnni); the same bits. */
+void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 /* 16-bit float rows w[0..R) (n elements) widened into wide (R x n floats, exact: the values the float
  * tiles read), w[r] pointed at its floats: shared by the AVX2 and AVX-512 float kernels. */

@@ -51,7 +51,7 @@ static void quant_rows(void *v, int64_t o0, int64_t o1, int thread) {
     matmul_job *j = v;
     switch (j->isa) {
     case TL_ISA_AMX: tl_rows_quant_amx(j->W, o0, o1, j->act, j->Y); break;
-    case TL_ISA_AVX512: tl_rows_quant_vnni(j->W, o0, o1, j->act, j->Y); break;
+    case TL_ISA_AVX512: tl_rows_quant_vnni16(j->W, o0, o1, j->act, j->Y); break;
     case TL_ISA_AVX2: tl_rows_quant_avx2(j->W, o0, o1, j->act, j->Y); break;
     default: tl_rows_quant_scalar(j->W, o0, o1, j->act, j->Y); break;
     }

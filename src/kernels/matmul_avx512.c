@@ -257,3 +257,128 @@ TARGET void tl_unpack_row_avx512(tl_ggml_type t, const void *src, int64_t n, uin
     for (int64_t p = 0; p < np; p++) _mm512_storeu_si512((void *)(code + 64 * p), codes_pair(t, src, p, 0));
     if (nb & 1) _mm512_mask_storeu_epi8(code + 64 * np, 0xFFFFFFFFull, codes_pair(t, src, np, 1));
 }
+
+/* ---- integer weights: 16-row VNNI tiles (prefill) ---------------------------
+ * For 8 tokens or more (tl_rows_quant_vnni, the 8-row 256-bit panels, takes
+ * fewer). 16 weight rows in the 16 lanes of a 512-bit vpdpbusd: every row's
+ * codes (the canonical unsigned form, tl_unpack_row_avx512) packed as
+ * packed[j][row][4] = codes 4j .. 4j+3 of each row, so that one load gives
+ * dword j of all 16 rows; each token's four int8 activation codes broadcast
+ * against it. Per scale group (a 32-block; 16 elements for Q6_K) the sum
+ * starts from -offset x the group's activation sum (csum, or hsum for
+ * halves), so after kg/4 vpdpbusd each lane holds the exact integer dot
+ * product of w = code - offset with x, and the portable kernel's float step
+ * follows, one rounding each: acc + ((float)dot * ws) * d; the mins' share
+ * summed apart over blocks and added at the end (as matmul_scalar.c). Hence
+ * the same bits as every other integer path. Twice the work per instruction
+ * of the 256-bit panels (bench/README, ninth pass). */
+enum { VROWS = 16, VTOK = 8, VNNI16_MIN_TOK = 8 };
+
+TARGET INLINE void vnni16_tile(const tl_act *A, int64_t t0, const int T, const int kg, const uint8_t *packed,
+                               const float *gs, const float *gm, int offset, int has_min, float *Y, int64_t n_out,
+                               int nr) {
+    const int64_t n_in = A->n_in, nb = A->nb, ng = n_in / kg;
+    const int8_t *xq[VTOK];
+    __m512 acc[VTOK];
+    _Pragma("GCC unroll 8") for (int t = 0; t < VTOK; t++) { /* all VTOK: no lane is read unset */
+        acc[t] = _mm512_setzero_ps();
+        xq[t] = A->q + (t0 + (t < T ? t : 0)) * n_in;
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        const int64_t b = g * kg / QK32;
+        __m512i is[VTOK] = {0};
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+            int32_t s = kg == QK32 ? A->csum[(t0 + t) * nb + b] : A->hsum[2 * ((t0 + t) * nb + b) + (g & 1)];
+            is[t] = _mm512_set1_epi32(-offset * s);
+        }
+        const uint8_t *wp = packed + (size_t)g * kg * VROWS;
+        _Pragma("GCC unroll 8") for (int j = 0; j < kg / 4; j++) {
+            __m512i w = _mm512_load_si512((const void *)(wp + 64 * j));
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+                int32_t x4;
+                memcpy(&x4, xq[t] + g * kg + 4 * j, 4);
+                is[t] = _mm512_dpbusd_epi32(is[t], w, _mm512_set1_epi32(x4));
+            }
+        }
+        __m512 sv = _mm512_loadu_ps(gs + g * VROWS);
+        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)
+            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(is[t]), sv),
+                                                         _mm512_set1_ps(A->d[(t0 + t) * nb + b])));
+    }
+    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
+        if (has_min) {
+            const float *ds = A->dsum + (t0 + t) * nb;
+            __m512 mn = _mm512_setzero_ps();
+            for (int64_t b = 0; b < nb; b++)
+                mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * VROWS), _mm512_set1_ps(ds[b])));
+            acc[t] = _mm512_add_ps(acc[t], mn);
+        }
+        float *y = Y + (t0 + t) * n_out;
+        if (nr == VROWS) _mm512_storeu_ps(y, acc[t]);
+        else _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), acc[t]);
+    }
+}
+
+/* Instantiations with constant T and kg (the accumulators in registers); a
+ * call's last few tokens take the variable-T form. */
+TARGET static void vnni16_tile_full32(const tl_act *A, int64_t t0, const uint8_t *p, const float *gs, const float *gm,
+                                      int off, int hm, float *Y, int64_t n_out, int nr) {
+    vnni16_tile(A, t0, VTOK, QK32, p, gs, gm, off, hm, Y, n_out, nr);
+}
+TARGET static void vnni16_tile_full16(const tl_act *A, int64_t t0, const uint8_t *p, const float *gs, const float *gm,
+                                      int off, int hm, float *Y, int64_t n_out, int nr) {
+    vnni16_tile(A, t0, VTOK, 16, p, gs, gm, off, hm, Y, n_out, nr);
+}
+TARGET static void vnni16_tile_part(const tl_act *A, int64_t t0, int T, int kg, const uint8_t *p, const float *gs,
+                                    const float *gm, int off, int hm, float *Y, int64_t n_out, int nr) {
+    if (kg == QK32) vnni16_tile(A, t0, T, QK32, p, gs, gm, off, hm, Y, n_out, nr);
+    else vnni16_tile(A, t0, T, 16, p, gs, gm, off, hm, Y, n_out, nr);
+}
+
+TARGET void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
+    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    if (n_tok < VNNI16_MIN_TOK) { /* the same bits without packing 16 rows for a few tokens */
+        tl_rows_quant_vnni(W, o0, o1, A, Y);
+        return;
+    }
+    tl_unpack_info info = tl_unpack_info_of(W->type);
+    const int kg = info.scale16 ? 16 : QK32; /* elements per scale group */
+    const int64_t ng = n_in / kg;
+    /* per 16 rows: their codes (16 x code_stride), the packed dwords (n_in x 16
+     * bytes), group scales (ng x 16), mins (nb x 16), one row's ws / wm */
+    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
+    size_t packed_bytes = (size_t)n_in * VROWS, scales = (size_t)ng * VROWS, mins = (size_t)nb * VROWS;
+    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
+    size_t bytes = packed_bytes + code_stride * VROWS + 4 * (scales + mins + ws_stride + wm_stride);
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!buf) return;
+    uint8_t *packed = buf, *codes = buf + packed_bytes;
+    float *gs = (float *)(codes + code_stride * VROWS), *gm = gs + scales, *ws = gm + mins, *wm = ws + ws_stride;
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)code_stride));
+    for (int64_t o = o0; o < o1; o += VROWS) {
+        int nr = o1 - o < VROWS ? (int)(o1 - o) : VROWS;
+        __mmask16 live = (__mmask16)((1u << nr) - 1);
+        if (nr < VROWS) { /* rows past the slice: scales 0, results never stored */
+            memset(gs, 0, sizeof(float) * scales);
+            memset(gm, 0, sizeof(float) * mins);
+        }
+        for (int n = 0; n < nr; n++) {
+            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in,
+                                 codes + (size_t)n * code_stride, ws, wm);
+            for (int64_t g = 0; g < ng; g++) gs[g * VROWS + n] = ws[g * kg / 16];
+            if (info.has_min)
+                for (int64_t b = 0; b < nb; b++) gm[b * VROWS + n] = wm[b];
+        }
+        for (int64_t j = 0; j < n_in / 4; j++)
+            _mm512_store_si512((void *)(packed + 64 * j),
+                               _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1));
+        int64_t t = 0;
+        for (; t + VTOK <= n_tok; t += VTOK) {
+            if (kg == QK32) vnni16_tile_full32(A, t, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
+            else vnni16_tile_full16(A, t, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
+        }
+        if (t < n_tok) vnni16_tile_part(A, t, (int)(n_tok - t), kg, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
+    }
+    free(buf);
+}
