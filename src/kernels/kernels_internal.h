@@ -220,6 +220,21 @@ void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act
 void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 /* matmul_avx512.c: 16-row 512-bit VNNI tiles for 8 tokens or more (fewer: tl_rows_quant_vnni); the same bits. */
 void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
+/* 16 weight rows packed for the 16-lane tiles (tl_rows_quant_vnni16, tl_rows_quant_amx):
+ * packed[j][row][4] = dword j of each row's codes (unsigned, or code - offset when packed
+ * with sign), gs[g][row] the scale of group g (kg elements), gm[b][row] the block mins;
+ * codes / ws / wm are scratch. Rows past nr are zero codes with scale 0. */
+typedef struct {
+    int kg, offset, has_min;
+    size_t code_stride;
+    uint8_t *packed, *codes;
+    float *gs, *gm, *ws, *wm;
+} tl_rows16;
+int tl_rows16_init(tl_rows16 *P, const tl_matrix *W); /* 0: out of memory */
+void tl_rows16_free(tl_rows16 *P);
+void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int sign);
+/* y[0..nr) = acc (16 sums) + the mins' share (sum over blocks of gm * dsum, in order) */
+void tl_rows16_finish(const float *acc, const float *gm, int has_min, const float *dsum, int64_t nb, float *y, int nr);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 /* 16-bit float rows w[0..R) (n elements) widened into wide (R x n floats, exact: the values the float
  * tiles read), w[r] pointed at its floats: shared by the AVX2 and AVX-512 float kernels. */

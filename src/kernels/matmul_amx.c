@@ -116,6 +116,7 @@ TARGET INLINE void group_dot(int s, const int8_t *a, int64_t a_stride, const int
 TARGET INLINE void quant_tile(const tl_act *A, int64_t t0, const int T, const int8_t *packed, const float *gs,
                               const float *gm, int kg, int has_min, int32_t *cbuf, float *Y, int64_t n_out, int nr) {
     const int64_t n_in = A->n_in, nb = A->nb, ng = n_in / kg;
+    if (T > TM) __builtin_unreachable(); /* cbuf holds TM rows */
     const int8_t *a = A->q + t0 * n_in;
     __m512 acc[TM];
     UNROLL16 for (int t = 0; t < TM; t++) acc[t] = _mm512_setzero_ps();
@@ -136,77 +137,42 @@ TARGET INLINE void quant_tile(const tl_act *A, int64_t t0, const int T, const in
         }
     }
     UNROLL16 for (int t = 0; t < T; t++) {
-        if (has_min) {
-            /* per row: the sum over blocks in order of wm * dsum, then added once */
-            const float *ds = A->dsum + (t0 + t) * nb;
-            __m512 mn = _mm512_setzero_ps();
-            for (int64_t b = 0; b < nb; b++)
-                mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * TN), _mm512_set1_ps(ds[b])));
-            acc[t] = _mm512_add_ps(acc[t], mn);
-        }
-        float *y = Y + (t0 + t) * n_out;
-        if (nr == TN) _mm512_storeu_ps(y, acc[t]);
-        else _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), acc[t]);
+        float sums[TN];
+        _mm512_storeu_ps(sums, acc[t]);
+        tl_rows16_finish(sums, gm, has_min, A->dsum + (t0 + t) * nb, nb, Y + (t0 + t) * n_out, nr);
     }
 }
 
 TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
-    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    const int64_t n_out = W->n_out, n_tok = A->n_tok;
     if (n_tok < AMX_MIN_TOK) { /* the same bits without packing a tile per 16 rows */
         tl_rows_quant_vnni(W, o0, o1, A, Y);
         return;
     }
-    tl_unpack_info info = tl_unpack_info_of(W->type);
-    const int kg = W->type == TL_TYPE_Q6_K ? 16 : 32; /* elements per scale group */
-    const int64_t ng = n_in / kg;
-    /* per 16 rows: their codes (16 x code_stride), the packed int8 B tiles
-     * (n_in / 4 tile rows of 64 bytes: row j holds the 4 weights 4j .. 4j+3 of
-     * each of the 16 rows, so group g's tile is rows g kg/4 ..), group scales
-     * (ng x 16), mins (nb x 16) */
-    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
-    size_t packed_bytes = (size_t)n_in * TN, scales = (size_t)ng * TN, mins = (size_t)nb * TN;
-    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    size_t bytes = packed_bytes + code_stride * TN + 4 * (scales + mins + ws_stride + wm_stride) + 64 * 16 + 256;
-    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!buf) return;
-    int8_t *packed = (int8_t *)buf;
-    uint8_t *codes = buf + packed_bytes;                   /* codes[n * code_stride + k] */
-    float *gs = (float *)(codes + code_stride * TN);       /* gs[g * 16 + n] */
-    float *gm = gs + scales;                               /* gm[b * 16 + n] */
-    float *ws = gm + mins, *wm = ws + ws_stride;
-    int32_t *cbuf = (int32_t *)(((uintptr_t)(wm + wm_stride) + 63) & ~(uintptr_t)63); /* 16 x 16 */
-    const __m256i offv = _mm256_set1_epi8((char)info.offset);
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)code_stride));
+    /* per 16 rows: the signed int8 B tiles (tl_rows16_pack: packed row j holds the
+     * 4 weights 4j .. 4j+3 of each of the 16 rows, so group g's tile is rows g kg/4 ..),
+     * group scales and mins; cbuf: one C tile (16 x 16) */
+    tl_rows16 P;
+    if (!tl_rows16_init(&P, W)) return;
+    int32_t *cbuf = aligned_alloc(64, 64 * 16);
+    if (!cbuf) {
+        tl_rows16_free(&P);
+        return;
+    }
+    const int kg = P.kg;
     for (int64_t o = o0; o < o1; o += TN) {
         int nr = o1 - o < TN ? (int)(o1 - o) : TN;
-        __mmask16 live = (__mmask16)((1u << nr) - 1);
-        if (nr < TN) { /* rows past the matrix: scales 0, their results never stored */
-            memset(gs, 0, sizeof(float) * scales);
-            memset(gm, 0, sizeof(float) * mins);
-        }
-        for (int n = 0; n < nr; n++) {
-            uint8_t *c = codes + (size_t)n * code_stride;
-            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in, c, ws, wm);
-            /* the signed weights code - offset, in [-128, 127] (bytes wrap) */
-            for (int64_t k = 0; k < n_in; k += 32)
-                _mm256_store_si256((__m256i *)(c + k), _mm256_sub_epi8(_mm256_load_si256((const __m256i *)(c + k)), offv));
-            for (int64_t g = 0; g < ng; g++) gs[g * TN + n] = ws[g * kg / 16];
-            if (info.has_min)
-                for (int64_t b = 0; b < nb; b++) gm[b * TN + n] = wm[b];
-        }
-        /* tile row j: dword j of each row's weights */
-        for (int64_t j = 0; j < n_in / 4; j++)
-            _mm512_store_si512(packed + 64 * j, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1));
+        tl_rows16_pack(&P, W, o, nr, 1);
         for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
             int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
             configure(m, kg, kg / 4);
-            if (m == TM) quant_tile(A, t0, TM, packed, gs, gm, kg, info.has_min, cbuf, Y + o, n_out, nr);
-            else quant_tile(A, t0, m, packed, gs, gm, kg, info.has_min, cbuf, Y + o, n_out, nr);
+            if (m == TM) quant_tile(A, t0, TM, (const int8_t *)P.packed, P.gs, P.gm, kg, P.has_min, cbuf, Y + o, n_out, nr);
+            else quant_tile(A, t0, m, (const int8_t *)P.packed, P.gs, P.gm, kg, P.has_min, cbuf, Y + o, n_out, nr);
         }
     }
     _tile_release();
-    free(buf);
+    free(cbuf);
+    tl_rows16_free(&P);
 }
 
 /* ---- float weights (F16, BF16) ---------------------------------------------

@@ -306,16 +306,9 @@ TARGET INLINE void vnni16_tile(const tl_act *A, int64_t t0, const int T, const i
                                                          _mm512_set1_ps(A->d[(t0 + t) * nb + b])));
     }
     _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {
-        if (has_min) {
-            const float *ds = A->dsum + (t0 + t) * nb;
-            __m512 mn = _mm512_setzero_ps();
-            for (int64_t b = 0; b < nb; b++)
-                mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * VROWS), _mm512_set1_ps(ds[b])));
-            acc[t] = _mm512_add_ps(acc[t], mn);
-        }
-        float *y = Y + (t0 + t) * n_out;
-        if (nr == VROWS) _mm512_storeu_ps(y, acc[t]);
-        else _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), acc[t]);
+        float sums[VROWS];
+        _mm512_storeu_ps(sums, acc[t]);
+        tl_rows16_finish(sums, gm, has_min, A->dsum + (t0 + t) * nb, nb, Y + (t0 + t) * n_out, nr);
     }
 }
 
@@ -335,50 +328,83 @@ TARGET static void vnni16_tile_part(const tl_act *A, int64_t t0, int T, int kg, 
     else vnni16_tile(A, t0, T, 16, p, gs, gm, off, hm, Y, n_out, nr);
 }
 
+/* The mins' share and the store of one token's 16 rows (acc: their sums so far). */
+TARGET void tl_rows16_finish(const float *acc, const float *gm, int has_min, const float *dsum, int64_t nb, float *y,
+                             int nr) {
+    __m512 v = _mm512_loadu_ps(acc);
+    if (has_min) { /* per row: the sum over blocks in order of wm * dsum, then added once */
+        __m512 mn = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) mn = _mm512_add_ps(mn, _mm512_mul_ps(_mm512_loadu_ps(gm + b * VROWS), _mm512_set1_ps(dsum[b])));
+        v = _mm512_add_ps(v, mn);
+    }
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << nr) - 1), v);
+}
+
+int tl_rows16_init(tl_rows16 *P, const tl_matrix *W) {
+    const int64_t n_in = W->n_in, nb = n_in / QK32;
+    tl_unpack_info info = tl_unpack_info_of(W->type);
+    P->kg = info.scale16 ? 16 : QK32;
+    P->offset = info.offset;
+    P->has_min = info.has_min;
+    P->code_stride = (size_t)(n_in + 63) / 64 * 64;
+    size_t packed_bytes = (size_t)n_in * VROWS, scales = (size_t)(n_in / P->kg) * VROWS, mins = (size_t)nb * VROWS;
+    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
+    size_t bytes = packed_bytes + P->code_stride * VROWS + 4 * (scales + mins + ws_stride + wm_stride);
+    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!buf) return 0;
+    P->packed = buf;
+    P->codes = buf + packed_bytes;
+    P->gs = (float *)(P->codes + P->code_stride * VROWS);
+    P->gm = P->gs + scales;
+    P->ws = P->gm + mins;
+    P->wm = P->ws + ws_stride;
+    return 1;
+}
+
+void tl_rows16_free(tl_rows16 *P) { free(P->packed); }
+
+TARGET void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int sign) {
+    const int64_t n_in = W->n_in, nb = n_in / QK32, ng = n_in / P->kg;
+    const __m256i offv = _mm256_set1_epi8((char)P->offset);
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)P->code_stride));
+    if (nr < VROWS) { /* rows past the slice: scales 0, results never stored */
+        memset(P->gs, 0, sizeof(float) * (size_t)ng * VROWS);
+        memset(P->gm, 0, sizeof(float) * (size_t)nb * VROWS);
+    }
+    for (int n = 0; n < nr; n++) {
+        uint8_t *c = P->codes + (size_t)n * P->code_stride;
+        tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in, c, P->ws, P->wm);
+        if (sign) /* code - offset, in [-128, 127] (bytes wrap) */
+            for (int64_t k = 0; k < n_in; k += 32)
+                _mm256_store_si256((__m256i *)(c + k), _mm256_sub_epi8(_mm256_load_si256((const __m256i *)(c + k)), offv));
+        for (int64_t g = 0; g < ng; g++) P->gs[g * VROWS + n] = P->ws[g * P->kg / 16];
+        if (P->has_min)
+            for (int64_t b = 0; b < nb; b++) P->gm[b * VROWS + n] = P->wm[b];
+    }
+    __mmask16 live = (__mmask16)((1u << nr) - 1);
+    for (int64_t j = 0; j < n_in / 4; j++) /* packed row j: dword j of each row */
+        _mm512_store_si512((void *)(P->packed + 64 * j),
+                           _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, P->codes + 4 * j, 1));
+}
+
 TARGET void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y) {
-    const int64_t n_in = W->n_in, n_out = W->n_out, nb = A->nb, n_tok = A->n_tok;
+    const int64_t n_out = W->n_out, n_tok = A->n_tok;
     if (n_tok < VNNI16_MIN_TOK) { /* the same bits without packing 16 rows for a few tokens */
         tl_rows_quant_vnni(W, o0, o1, A, Y);
         return;
     }
-    tl_unpack_info info = tl_unpack_info_of(W->type);
-    const int kg = info.scale16 ? 16 : QK32; /* elements per scale group */
-    const int64_t ng = n_in / kg;
-    /* per 16 rows: their codes (16 x code_stride), the packed dwords (n_in x 16
-     * bytes), group scales (ng x 16), mins (nb x 16), one row's ws / wm */
-    size_t code_stride = (size_t)(n_in + 63) / 64 * 64;
-    size_t packed_bytes = (size_t)n_in * VROWS, scales = (size_t)ng * VROWS, mins = (size_t)nb * VROWS;
-    size_t ws_stride = (size_t)(2 * nb + 15) / 16 * 16, wm_stride = (size_t)(nb + 15) / 16 * 16;
-    size_t bytes = packed_bytes + code_stride * VROWS + 4 * (scales + mins + ws_stride + wm_stride);
-    uint8_t *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!buf) return;
-    uint8_t *packed = buf, *codes = buf + packed_bytes;
-    float *gs = (float *)(codes + code_stride * VROWS), *gm = gs + scales, *ws = gm + mins, *wm = ws + ws_stride;
-    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                            _mm512_set1_epi32((int)code_stride));
+    tl_rows16 P;
+    if (!tl_rows16_init(&P, W)) return;
     for (int64_t o = o0; o < o1; o += VROWS) {
         int nr = o1 - o < VROWS ? (int)(o1 - o) : VROWS;
-        __mmask16 live = (__mmask16)((1u << nr) - 1);
-        if (nr < VROWS) { /* rows past the slice: scales 0, results never stored */
-            memset(gs, 0, sizeof(float) * scales);
-            memset(gm, 0, sizeof(float) * mins);
-        }
-        for (int n = 0; n < nr; n++) {
-            tl_unpack_row_avx512(W->type, (const uint8_t *)W->data + (size_t)(o + n) * W->row_bytes, n_in,
-                                 codes + (size_t)n * code_stride, ws, wm);
-            for (int64_t g = 0; g < ng; g++) gs[g * VROWS + n] = ws[g * kg / 16];
-            if (info.has_min)
-                for (int64_t b = 0; b < nb; b++) gm[b * VROWS + n] = wm[b];
-        }
-        for (int64_t j = 0; j < n_in / 4; j++)
-            _mm512_store_si512((void *)(packed + 64 * j),
-                               _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, rows, codes + 4 * j, 1));
+        tl_rows16_pack(&P, W, o, nr, 0);
         int64_t t = 0;
         for (; t + VTOK <= n_tok; t += VTOK) {
-            if (kg == QK32) vnni16_tile_full32(A, t, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
-            else vnni16_tile_full16(A, t, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
+            if (P.kg == QK32) vnni16_tile_full32(A, t, P.packed, P.gs, P.gm, P.offset, P.has_min, Y + o, n_out, nr);
+            else vnni16_tile_full16(A, t, P.packed, P.gs, P.gm, P.offset, P.has_min, Y + o, n_out, nr);
         }
-        if (t < n_tok) vnni16_tile_part(A, t, (int)(n_tok - t), kg, packed, gs, gm, info.offset, info.has_min, Y + o, n_out, nr);
+        if (t < n_tok) vnni16_tile_part(A, t, (int)(n_tok - t), P.kg, P.packed, P.gs, P.gm, P.offset, P.has_min, Y + o, n_out, nr);
     }
-    free(buf);
+    tl_rows16_free(&P);
 }
