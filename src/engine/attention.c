@@ -74,6 +74,7 @@ typedef struct attn_job {
     size_t score_stride;
     const int32_t *tiles; /* AVX2: tile i is tokens [tiles[i], tiles[i + 1]) */
     int32_t n_tiles;
+    int wide;             /* AVX-512 CPU: scores and outputs in 16-lane steps (the same bits) */
 } attn_job;
 
 /* y[i] += a * x[i] */
@@ -269,9 +270,9 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
     }
 
 /* pv_tile over every dim of the head: 32 at a time, then 8, then one by one. */
-TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                            const float *const *pa, int32_t base, float *const *oa, int na) {
-    int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
+TL_AVX2 static void pv_rows_from(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                                 const float *const *pa, int32_t base, float *const *oa, int na, int64_t i0) {
+    int64_t dv = J->m->layers[J->layer].head_dim_v;
     if (j1 <= j0)
         return;
     while (i0 + 8 <= dv) {
@@ -288,6 +289,113 @@ TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, i
                 acc = fmaf(pa[a][j - base], kv_v_row(J->c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK)[g * dv + i0], acc);
             oa[a][i0] = acc;
         }
+}
+
+/* ---- the same on AVX-512: 16 lanes per step, each lane the very chain its
+ * AVX2 lane runs (a score's FMAs over d in order, an output's over j in
+ * order, from the same start), so the same bits; twice the work per
+ * instruction, and up to 12 query rows per K block. */
+#define TL_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define TL_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline
+enum { QK_ROWS_512 = 12, PV_ROWS_512 = 6 };
+
+TL_AVX512_INLINE void qk_tile512(const float *kt, int64_t dk, const float *const *qa, float *const *sa, float scale,
+                                 const int NA) {
+    __m512 acc[QK_ROWS_512];
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        acc[a] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dk; d++) {
+        __m512 k = _mm512_loadu_ps(kt + d * TL_KV_BLOCK);
+        UNROLL_ALL for (int a = 0; a < NA; a++)
+            acc[a] = _mm512_fmadd_ps(_mm512_set1_ps(qa[a][d]), k, acc[a]);
+    }
+    __m512 sc = _mm512_set1_ps(scale);
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        _mm512_storeu_ps(sa[a], _mm512_mul_ps(acc[a], sc));
+}
+
+TL_AVX512 static void qk_rows512(const float *kt, int64_t dk, const float *const *qa, float *const *sa, float scale,
+                                 int na) {
+    switch (na) {
+    case 1: qk_tile512(kt, dk, qa, sa, scale, 1); break;
+    case 2: qk_tile512(kt, dk, qa, sa, scale, 2); break;
+    case 3: qk_tile512(kt, dk, qa, sa, scale, 3); break;
+    case 4: qk_tile512(kt, dk, qa, sa, scale, 4); break;
+    case 5: qk_tile512(kt, dk, qa, sa, scale, 5); break;
+    case 6: qk_tile512(kt, dk, qa, sa, scale, 6); break;
+    case 7: qk_tile512(kt, dk, qa, sa, scale, 7); break;
+    case 8: qk_tile512(kt, dk, qa, sa, scale, 8); break;
+    case 9: qk_tile512(kt, dk, qa, sa, scale, 9); break;
+    case 10: qk_tile512(kt, dk, qa, sa, scale, 10); break;
+    case 11: qk_tile512(kt, dk, qa, sa, scale, 11); break;
+    default: qk_tile512(kt, dk, qa, sa, scale, 12); break;
+    }
+}
+
+TL_AVX512_INLINE void pv_tile512(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                                 const float *const *pa, int32_t base, float *const *oa, int64_t i0, const int NA,
+                                 const int NV) {
+    const kv_cache *c = J->c;
+    const tl_layer_weights *w = &J->m->layers[J->layer];
+    int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
+    __m512 acc[PV_ROWS_512][4];
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        UNROLL_ALL for (int v = 0; v < NV; v++)
+            acc[a][v] = _mm512_loadu_ps(oa[a] + i0 + 16 * v);
+    for (int32_t j = j0; j < j1;) {
+        int32_t blk_end = (j / TL_KV_BLOCK + 1) * TL_KV_BLOCK, end = blk_end < j1 ? blk_end : j1;
+        const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv + i0;
+        for (; j < end; j++, vr += kv_v) {
+            __m512 p[PV_ROWS_512];
+            UNROLL_ALL for (int a = 0; a < NA; a++)
+                p[a] = _mm512_set1_ps(pa[a][j - base]);
+            UNROLL_ALL for (int v = 0; v < NV; v++) {
+                __m512 x = _mm512_loadu_ps(vr + 16 * v);
+                UNROLL_ALL for (int a = 0; a < NA; a++)
+                    acc[a][v] = _mm512_fmadd_ps(p[a], x, acc[a][v]);
+            }
+        }
+    }
+    UNROLL_ALL for (int a = 0; a < NA; a++)
+        UNROLL_ALL for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(oa[a] + i0 + 16 * v, acc[a][v]);
+}
+
+#define PV_CASE512(NA)                                                               \
+    switch (nv) {                                                                    \
+    case 1: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 1); break;            \
+    case 2: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 2); break;            \
+    case 3: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 3); break;            \
+    default: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 4); break;           \
+    }
+
+/* pv_rows on AVX-512, up to PV_ROWS_512 rows: 64 dims at a time, then 16;
+ * what is left of the head (fewer than 16) as pv_rows_from takes it. */
+TL_AVX512 static void pv_rows512(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                                 const float *const *pa, int32_t base, float *const *oa, int na) {
+    int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
+    if (j1 <= j0)
+        return;
+    while (i0 + 16 <= dv) {
+        int nv = (int)((dv - i0) / 16 < 4 ? (dv - i0) / 16 : 4);
+        switch (na) {
+        case 1: PV_CASE512(1) break;
+        case 2: PV_CASE512(2) break;
+        case 3: PV_CASE512(3) break;
+        case 4: PV_CASE512(4) break;
+        case 5: PV_CASE512(5) break;
+        default: PV_CASE512(6) break;
+        }
+        i0 += 16 * nv;
+    }
+    for (int a = 0; a < na && i0 < dv; a += PV_ROWS) /* pv_rows_from takes PV_ROWS rows at most */
+        pv_rows_from(J, tk, g, j0, j1, pa + a, base, oa + a, na - a < PV_ROWS ? na - a : PV_ROWS, i0);
+}
+
+TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
+                            const float *const *pa, int32_t base, float *const *oa, int na) {
+    if (J->wide) pv_rows512(J, tk, g, j0, j1, pa, base, oa, na);
+    else pv_rows_from(J, tk, g, j0, j1, pa, base, oa, na, 0);
 }
 
 /* o[0 .. n) *= a */
@@ -346,21 +454,24 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
             for (int32_t j0 = c0; j0 < c1 && j0 < jmax; j0 += TL_KV_BLOCK) {
                 if (j0 + TL_KV_BLOCK <= jmin) continue;
                 const float *kt = kv_k_block(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer) + (size_t)g * dk * TL_KV_BLOCK;
-                float *sj[QK_ROWS];
-                const float *qj[QK_ROWS];
-                int n = 0;
+                float *sj[QK_ROWS_512];
+                const float *qj[QK_ROWS_512];
+                int n = 0, n_max = J->wide ? QK_ROWS_512 : QK_ROWS;
                 for (int a = 0; a < na; a++) {
                     if (hi_a[a] <= j0 || lo_a[a] >= j0 + TL_KV_BLOCK)
                         continue;
                     qj[n] = qa[a];
                     sj[n++] = sa[a] + (j0 - c0);
-                    if (n == QK_ROWS) {
-                        qk_rows(kt, dk, qj, sj, p->scale, n);
+                    if (n == n_max) {
+                        if (J->wide) qk_rows512(kt, dk, qj, sj, p->scale, n);
+                        else qk_rows(kt, dk, qj, sj, p->scale, n);
                         n = 0;
                     }
                 }
-                if (n)
-                    qk_rows(kt, dk, qj, sj, p->scale, n);
+                if (n) {
+                    if (J->wide) qk_rows512(kt, dk, qj, sj, p->scale, n);
+                    else qk_rows(kt, dk, qj, sj, p->scale, n);
+                }
             }
             /* the online softmax step of each row that sees the chunk: scores outside
              * [lo, hi) are -inf (exp gives 0), the max so far grows to the chunk's,
@@ -405,8 +516,9 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
 #define CLAMP_HI(x) ((x) < v1 ? (x) : v1)
             for (int32_t v0 = c0; v0 < c1 && v0 < jmax; v0 += PV_SUB) {
                 int32_t v1 = v0 + PV_SUB;
-                for (int a0 = 0; a0 < na; a0 += PV_ROWS) {
-                    int n = na - a0 < PV_ROWS ? na - a0 : PV_ROWS;
+                const int pv_step = J->wide ? PV_ROWS_512 : PV_ROWS;
+                for (int a0 = 0; a0 < na; a0 += pv_step) {
+                    int n = na - a0 < pv_step ? na - a0 : pv_step;
                     int32_t L = 0, H = INT32_MAX;
                     for (int a = a0; a < a0 + n; a++) {
                         L = lo_a[a] > L ? lo_a[a] : L;
@@ -483,6 +595,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
                 sc->tiles[n++] = t;
         sc->tiles[n] = n_tok;
         J.tiles = sc->tiles, J.n_tiles = n, J.scores = sc->buf;
+        J.wide = !strcmp(tl_kernels_isa(), "avx512") || !strcmp(tl_kernels_isa(), "amx");
         grain = grain / TILE > 1 ? grain / TILE : 1;
         tl_pool_run_dynamic(pool, (int64_t)n * w->n_head_kv, grain, attention_tiles, &J);
         return TL_OK;

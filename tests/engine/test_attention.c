@@ -1,5 +1,5 @@
 /* test_attention.c: tl_attention on every ISA path the CPU has (portable =
- * TL_ISA scalar, and the AVX2 path used by avx2/avx512) against a
+ * TL_ISA scalar, the AVX2 path, and its 16-lane form on avx512) against a
  * double-precision reference computed here from the same cache rows, for
  * plain causal attention and with each of the parameters other families
  * use (sliding window, soft-cap, sinks), on two head shapes (group 3 with
@@ -11,7 +11,8 @@
  * when a later chunk has a larger score) and batches span several of its
  * 16-token tiles. On each path the output of a token must be bit-identical
  * whether it runs in one batch with every other token of both branches,
- * alone, or with 1 or 3 threads. */
+ * alone, or with 1 or 3 threads; and the AVX-512 path (16-lane steps) must
+ * give the AVX2 path's bits. */
 #include <math.h>
 #include <string.h>
 
@@ -149,6 +150,12 @@ static void run(setup *S, const tl_attn_params *p, int threads, int t0, int n, f
     tl_pool_free(pool);
 }
 
+/* The AVX2 path's batch outputs of one shape, by check: the AVX-512 path (its
+ * 16-lane score and output steps) must give the very same bits. */
+enum { N_CHECKS = 6 };
+static float *avx2_out[N_CHECKS];
+static int check_i;
+
 static void check_params(setup *S, const char *isa, const char *what, const tl_attn_params *p) {
     const tl_model *m = &S->m;
     int64_t no = (int64_t)m->n_head * m->head_dim_v;
@@ -174,6 +181,14 @@ static void check_params(setup *S, const char *isa, const char *what, const tl_a
     /* values are in [-1, 1]; float rounding of ~200-term sums stays near 1e-7 */
     if (getenv("TL_TEST_VERBOSE")) fprintf(stderr, "%s %s: worst %g\n", isa, what, worst);
     CHECKF(worst < 2e-6, "%s %s: max |out - reference| = %g", isa, what, worst);
+    int k = check_i++;
+    if (k < N_CHECKS && !strcmp(isa, "avx2")) {
+        free(avx2_out[k]);
+        avx2_out[k] = malloc(bytes);
+        memcpy(avx2_out[k], batch, bytes);
+    } else if (k < N_CHECKS && !strcmp(isa, "avx512") && avx2_out[k]) {
+        CHECKF(!memcmp(avx2_out[k], batch, bytes), "avx512 %s: not the avx2 path's bits", what);
+    }
     free(ref);
     free(batch);
     free(alone);
@@ -189,6 +204,7 @@ static void check_shape(int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t d
             fprintf(stderr, "test_attention: this CPU has no %s path: skipped\n", isas[i]);
             continue;
         }
+        check_i = 0;
         tl_attn_params p = tl_attn_default(&S.m, 0);
         check_params(&S, isas[i], "causal", &p);
         p.window = 20;
@@ -204,6 +220,10 @@ static void check_shape(int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t d
         p.window = 9;
         p.softcap = 1.5f;
         check_params(&S, isas[i], "window 9, soft-cap 1.5, sinks", &p);
+    }
+    for (int k = 0; k < N_CHECKS; k++) {
+        free(avx2_out[k]);
+        avx2_out[k] = NULL;
     }
     setup_free(&S);
 }
