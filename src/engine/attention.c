@@ -392,6 +392,13 @@ TL_AVX512 static void pv_rows512(const attn_job *J, const fwd_token *tk, int32_t
         pv_rows_from(J, tk, g, j0, j1, pa + a, base, oa + a, na - a < PV_ROWS ? na - a : PV_ROWS, i0);
 }
 
+/* qk_rows or its 16-lane form (the same bits) */
+TL_AVX2 static void qk_rows_any(int wide, const float *kt, int64_t dk, const float *const *qa, float *const *sa,
+                                float scale, int na) {
+    if (wide) qk_rows512(kt, dk, qa, sa, scale, na);
+    else qk_rows(kt, dk, qa, sa, scale, na);
+}
+
 TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
                             const float *const *pa, int32_t base, float *const *oa, int na) {
     if (J->wide) pv_rows512(J, tk, g, j0, j1, pa, base, oa, na);
@@ -463,15 +470,12 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
                     qj[n] = qa[a];
                     sj[n++] = sa[a] + (j0 - c0);
                     if (n == n_max) {
-                        if (J->wide) qk_rows512(kt, dk, qj, sj, p->scale, n);
-                        else qk_rows(kt, dk, qj, sj, p->scale, n);
+                        qk_rows_any(J->wide, kt, dk, qj, sj, p->scale, n);
                         n = 0;
                     }
                 }
-                if (n) {
-                    if (J->wide) qk_rows512(kt, dk, qj, sj, p->scale, n);
-                    else qk_rows(kt, dk, qj, sj, p->scale, n);
-                }
+                if (n)
+                    qk_rows_any(J->wide, kt, dk, qj, sj, p->scale, n);
             }
             /* the online softmax step of each row that sees the chunk: scores outside
              * [lo, hi) are -inf (exp gives 0), the max so far grows to the chunk's,

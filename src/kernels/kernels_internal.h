@@ -216,7 +216,7 @@ void tl_rows_float_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const floa
 void tl_rows_quant_scalar(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 void tl_rows_quant_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
-/* AVX-512 CPUs: the AVX2 panels with 256-bit vpdpbusd prefill tiles (the same bits) */
+/* AVX-512 CPUs, fewer than 8 tokens: the AVX2 panels with 256-bit vpdpbusd tiles (the same bits) */
 void tl_rows_quant_vnni(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
 /* matmul_avx512.c: 16-row 512-bit VNNI tiles for 8 tokens or more (fewer: tl_rows_quant_vnni); the same bits. */
 void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y);
@@ -232,12 +232,14 @@ typedef struct {
 } tl_rows16;
 int tl_rows16_init(tl_rows16 *P, const tl_matrix *W); /* 0: out of memory */
 void tl_rows16_free(tl_rows16 *P);
-void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int sign);
+/* rows o .. o+nr-1; also prefetches the next 16 rows below o1 */
+void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int64_t o1, int sign);
 /* y[0..nr) = acc (16 sums) + the mins' share (sum over blocks of gm * dsum, in order) */
 void tl_rows16_finish(const float *acc, const float *gm, int has_min, const float *dsum, int64_t nb, float *y, int nr);
 void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok, float *Y);
 /* 16-bit float rows w[0..R) (n elements) widened into wide (R x n floats, exact: the values the float
- * tiles read), w[r] pointed at its floats: shared by the AVX2 and AVX-512 float kernels. */
+ * tiles read), w[r] pointed at its floats: the AVX2 float kernel's prefill (the AVX-512 one
+ * converts in the tile: faster where four F16 rows fit in L1 and their floats do not). */
 void tl_widen_rows_avx2(tl_ggml_type t, const uint8_t **w, int R, int64_t n, float *wide);
 /* matmul_amx.c: call only after tl_amx_usable() returned 1 (it asks Linux for the tile state). */
 int tl_amx_usable(void);

@@ -162,7 +162,7 @@ TARGET void tl_rows_quant_amx(const tl_matrix *W, int64_t o0, int64_t o1, const 
     const int kg = P.kg;
     for (int64_t o = o0; o < o1; o += TN) {
         int nr = o1 - o < TN ? (int)(o1 - o) : TN;
-        tl_rows16_pack(&P, W, o, nr, 1);
+        tl_rows16_pack(&P, W, o, nr, o1, 1);
         for (int64_t t0 = 0; t0 < n_tok; t0 += TM) {
             int m = n_tok - t0 < TM ? (int)(n_tok - t0) : TM;
             configure(m, kg, kg / 4);

@@ -1,8 +1,9 @@
 /* matmul_avx512.c: the AVX-512 (F, BW, VL, VNNI) float kernels and row
  * unpacking, compiled with target attributes so the build needs no -march
- * and the dispatcher only calls them where cpuid says they run. (Integer
- * weights on AVX-512 CPUs go through matmul_avx2.c's panels, with vpdpbusd
- * tiles for prefill: the portable kernel's bits, like the AVX2 path.)
+ * and the dispatcher only calls them where cpuid says they run. Integer
+ * weights: 16-row VNNI tiles for prefill (tl_rows_quant_vnni16, at the end),
+ * matmul_avx2.c's 8-row panels for fewer than 8 tokens; the portable
+ * kernel's bits either way.
  *
  * Float weights: a tile of ROWS weight rows x up to 4 token rows with one
  * accumulator register per output, lane k accumulating elements
@@ -390,9 +391,17 @@ TARGET INLINE void transpose16_epi32(__m512i *v) {
     }
 }
 
-TARGET void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int sign) {
+TARGET void tl_rows16_pack(tl_rows16 *P, const tl_matrix *W, int64_t o, int nr, int64_t o1, int sign) {
     const int64_t n_in = W->n_in, nb = n_in / QK32, ng = n_in / P->kg;
     const __m256i offv = _mm256_set1_epi8((char)P->offset);
+    /* the next 16 rows (below o1) on their way from memory into L1 while these are
+     * packed and multiplied: packing 16 rows for 8 tokens of a 32768 x 896 matrix took
+     * 12.3 ms without, 6.7 ms with (into L2 only: 9.5 ms); unpacking waited on its gathers */
+    if (o + VROWS < o1) {
+        const char *next = (const char *)W->data + (size_t)(o + VROWS) * W->row_bytes;
+        size_t len = (size_t)(o1 - o - VROWS < VROWS ? o1 - o - VROWS : VROWS) * W->row_bytes;
+        for (size_t k = 0; k < len; k += 64) _mm_prefetch(next + k, _MM_HINT_T0);
+    }
     if (nr < VROWS) { /* rows past the slice: scales 0, results never stored */
         memset(P->gs, 0, sizeof(float) * (size_t)ng * VROWS);
         memset(P->gm, 0, sizeof(float) * (size_t)nb * VROWS);
@@ -429,15 +438,7 @@ TARGET void tl_rows_quant_vnni16(const tl_matrix *W, int64_t o0, int64_t o1, con
     if (!tl_rows16_init(&P, W)) return;
     for (int64_t o = o0; o < o1; o += VROWS) {
         int nr = o1 - o < VROWS ? (int)(o1 - o) : VROWS;
-        /* the next 16 rows on their way from memory into L1 while these are packed and
-         * multiplied: packing 16 rows for 8 tokens of a 32768 x 896 matrix took 12.3 ms
-         * without, 6.7 ms with (into L2 only: 9.5 ms); unpacking waited on its gathers */
-        if (o + VROWS < o1) {
-            const char *next = (const char *)W->data + (size_t)(o + VROWS) * W->row_bytes;
-            size_t len = (size_t)(o1 - o - VROWS < VROWS ? o1 - o - VROWS : VROWS) * W->row_bytes;
-            for (size_t k = 0; k < len; k += 64) _mm_prefetch(next + k, _MM_HINT_T0);
-        }
-        tl_rows16_pack(&P, W, o, nr, 0);
+        tl_rows16_pack(&P, W, o, nr, o1, 0);
         int64_t t = 0;
         for (; t + VTOK <= n_tok; t += VTOK) {
             if (P.kg == QK32) vnni16_tile_full32(A, t, P.packed, P.gs, P.gm, P.offset, P.has_min, Y + o, n_out, nr);
