@@ -56,9 +56,22 @@ TL_API tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backen
  * params NULL: default session, 256 sequences per batch.
  * Errors: those of tl_session_new; TL_ERR_INTERNAL when the thread cannot start.
  * Freeing it (after every client) cancels what is still queued. */
+/* What one batched step did, told to tl_shared_params.on_step on the owner
+ * thread right after the step (keep the callback short: the next step waits). */
+typedef struct tl_shared_step {
+    size_t jobs;           /* calls merged into the step */
+    size_t seqs;           /* sequences evaluated */
+    size_t batch_jobs;     /* of jobs, those of TL_PRIORITY_BATCH callers */
+    double seconds;        /* wall time of the step */
+    tl_usage usage;        /* the step's tokens (cached / computed) */
+    bool ok;               /* the engine reported no error */
+} tl_shared_step;
 typedef struct tl_shared_params {
     tl_session_params session; /* the one session: threads, cache budget, context */
     int max_batch_seqs;        /* sequences merged into one step; <= 0: 256 */
+    /* Called after every step (NULL: none), e.g. for metrics. */
+    void (*on_step)(void *ctx, const tl_shared_step *step);
+    void *on_step_ctx;
 } tl_shared_params;
 TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out,
                                        tl_error *err);
@@ -67,10 +80,16 @@ TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params
  * deadline passes returns TL_ERR_TIMEOUT, one whose cancelled() turns true
  * (polled every 100 ms while queued) TL_ERR_CANCELLED. A call already running
  * always completes. */
+/* Scheduling classes: each step takes the waiting interactive calls first
+ * (in arrival order, up to the batch cap); calls of batch jobs run only in a
+ * step no interactive call is waiting for, so a running batch job never
+ * delays an interactive request by more than the step in progress. */
+enum { TL_PRIORITY_INTERACTIVE = 0, TL_PRIORITY_BATCH = 1 };
 typedef struct tl_call_limits {
     double deadline_s;            /* a tl_now_s() value; 0: none */
     bool (*cancelled)(void *ctx); /* NULL: never */
     void *ctx;
+    int priority;                 /* TL_PRIORITY_*; 0 (interactive) when zeroed */
 } tl_call_limits;
 /* A client of shared: a backend that runs through shared's thread and cache
  * under limits (NULL: none). Used by one thread at a time; free it with
@@ -81,6 +100,17 @@ TL_API tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limi
  * backend or any of its clients; 0 for other kinds): fewer steps than calls
  * means calls were merged. */
 TL_API uint64_t tl_backend_shared_steps(const tl_backend *b);
+/* A reading of a shared backend's scheduler (of it or any client). */
+typedef struct tl_shared_stats {
+    uint64_t steps;             /* batched steps run so far */
+    uint64_t seqs_run;          /* sequences evaluated over all steps */
+    size_t queued;              /* calls waiting now (both classes) */
+    size_t queued_batch;        /* of queued, TL_PRIORITY_BATCH calls */
+    size_t running_seqs;        /* sequences in the step running now; 0 when idle */
+    double busy_s;              /* total wall time of the steps so far */
+} tl_shared_stats;
+/* Fills *out; TL_ERR_INVALID when b is not a shared backend or client. */
+TL_API tl_status tl_backend_shared_stats(const tl_backend *b, tl_shared_stats *out, tl_error *err);
 
 /* Frees any backend (NULL: no-op). */
 TL_API void tl_backend_free(tl_backend *b);

@@ -51,6 +51,7 @@ typedef struct sched_job {
     tl_error err;
     bool done;
     bool running;
+    int priority;       /* TL_PRIORITY_* of the caller */
     struct sched_job *next;
 } sched_job;
 
@@ -65,6 +66,11 @@ typedef struct tl_scheduler {
     sched_job *head, *tail;
     bool stopping;
     uint64_t batches_run;
+    uint64_t seqs_run;
+    size_t running_seqs;     /* of the step in progress */
+    double busy_s;
+    void (*on_step)(void *ctx, const tl_shared_step *step);
+    void *on_step_ctx;
 } tl_scheduler;
 
 static int64_t job_tokens(const sched_job *j) {
@@ -150,7 +156,8 @@ static void *scheduler_main(void *arg) {
             pthread_cond_wait(&s->work_cv, &s->mu);
         if (s->stopping)
             break;
-        /* Take every waiting EVAL job (up to the batch cap), or one other job. */
+        /* Take every waiting EVAL job of the most urgent class waiting (up
+         * to the batch cap), or one other job when it is first in line. */
         sched_job *group[MAX_GROUP_JOBS];
         size_t ng = 0, seqs = 0;
         sched_job *first = s->head;
@@ -158,10 +165,15 @@ static void *scheduler_main(void *arg) {
             s->head = first->next;
             group[ng++] = first;
         } else {
+            int cls = TL_PRIORITY_BATCH;
+            for (sched_job *j = s->head; j; j = j->next)
+                if (j->kind == SCHED_EVAL && j->priority < cls)
+                    cls = j->priority;
             sched_job **pp = &s->head;
             while (*pp && ng < MAX_GROUP_JOBS) {
                 sched_job *j = *pp;
-                if (j->kind == SCHED_EVAL && (ng == 0 || seqs + j->k <= (size_t)s->max_batch_seqs)) {
+                if (j->kind == SCHED_EVAL && j->priority <= cls &&
+                    (ng == 0 || seqs + j->k <= (size_t)s->max_batch_seqs)) {
                     *pp = j->next;
                     group[ng++] = j;
                     seqs += j->k;
@@ -173,10 +185,16 @@ static void *scheduler_main(void *arg) {
         s->tail = NULL;
         for (sched_job *j = s->head; j; j = j->next)
             s->tail = j;
-        for (size_t i = 0; i < ng; i++)
+        size_t nseqs = 0, nbatch = 0;
+        for (size_t i = 0; i < ng; i++) {
             group[i]->running = true;
+            nseqs += group[i]->k;
+            nbatch += group[i]->priority != TL_PRIORITY_INTERACTIVE;
+        }
+        s->running_seqs = nseqs;
         pthread_mutex_unlock(&s->mu);
 
+        double t0 = tl_now_s();
         if (group[0]->kind == SCHED_EVAL) {
             run_eval_group(s, group, ng);
         } else if (group[0]->kind == SCHED_EVAL_LAST) {
@@ -188,8 +206,21 @@ static void *scheduler_main(void *arg) {
             group[0]->status = TL_OK;
         }
 
+        double dt = tl_now_s() - t0;
+        if (s->on_step && group[0]->kind != SCHED_FLUSH) {
+            tl_shared_step st = {.jobs = ng, .seqs = nseqs, .batch_jobs = nbatch, .seconds = dt, .ok = true};
+            for (size_t i = 0; i < ng; i++) {
+                tl_usage_add(&st.usage, &group[i]->usage);
+                st.ok = st.ok && group[i]->status == TL_OK;
+            }
+            s->on_step(s->on_step_ctx, &st);
+        }
+
         pthread_mutex_lock(&s->mu);
         s->batches_run++;
+        s->seqs_run += nseqs;
+        s->running_seqs = 0;
+        s->busy_s += dt;
         for (size_t i = 0; i < ng; i++)
             group[i]->done = true;
         pthread_cond_broadcast(&s->done_cv);
@@ -205,12 +236,16 @@ static void *scheduler_main(void *arg) {
     return NULL;
 }
 
-static tl_status scheduler_new(tl_session *session, int max_batch_seqs, tl_scheduler **out, tl_error *err) {
+static tl_status scheduler_new(tl_session *session, const tl_shared_params *params, tl_scheduler **out,
+                               tl_error *err) {
+    int max_batch_seqs = params->max_batch_seqs;
     tl_scheduler *s = calloc(1, sizeof *s);
     if (!s)
         return tl_error_set(err, TL_ERR_NOMEM, "shared backend: out of memory");
     s->session = session;
     s->max_batch_seqs = max_batch_seqs > 0 ? max_batch_seqs : DEFAULT_MAX_BATCH_SEQS;
+    s->on_step = params->on_step;
+    s->on_step_ctx = params->on_step_ctx;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
@@ -248,6 +283,7 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const tl_call_li
         return tl_error_set(err, TL_ERR_CANCELLED, "shared backend: shutting down");
     }
     j->next = NULL;
+    j->priority = w ? w->priority : TL_PRIORITY_INTERACTIVE;
     if (s->tail)
         s->tail->next = j;
     else
@@ -444,7 +480,7 @@ tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *param
     tl_scheduler *sched = NULL;
     tl_status st = tl_session_new(m, &params->session, &session, err);
     if (!st)
-        st = scheduler_new(session, params->max_batch_seqs, &sched, err);
+        st = scheduler_new(session, params, &sched, err);
     if (!st)
         st = shared_backend_make(tl_session_model(session), sched, NULL, true,
                                  params->session.n_ctx ? params->session.n_ctx : tl_model_n_ctx_train(m), out, err);
@@ -472,4 +508,22 @@ uint64_t tl_backend_shared_steps(const tl_backend *b) {
     uint64_t n = s->batches_run;
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+tl_status tl_backend_shared_stats(const tl_backend *b, tl_shared_stats *out, tl_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!b || b->ops != &shared_ops)
+        return tl_error_set(err, TL_ERR_INVALID, "shared backend stats: not a shared backend");
+    tl_scheduler *s = ((shared_impl *)b->impl)->sched;
+    pthread_mutex_lock(&s->mu);
+    out->steps = s->batches_run;
+    out->seqs_run = s->seqs_run;
+    out->running_seqs = s->running_seqs;
+    out->busy_s = s->busy_s;
+    for (sched_job *j = s->head; j; j = j->next) {
+        out->queued++;
+        out->queued_batch += j->priority != TL_PRIORITY_INTERACTIVE;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return TL_OK;
 }

@@ -61,6 +61,31 @@ typedef struct busy_job {
     int done;
 } busy_job;
 
+/* The steps the shared backend ran, as its on_step callback saw them. */
+enum { MAX_STEP_LOG = 4096 };
+static tl_shared_step step_log[MAX_STEP_LOG];
+static size_t n_step_log;
+static void record_step(void *ctx, const tl_shared_step *st) {
+    (void)ctx;
+    if (n_step_log < MAX_STEP_LOG)
+        step_log[n_step_log++] = *st;
+}
+
+/* One small evaluation through client b. */
+typedef struct order_call {
+    tl_backend *b;
+    char tag;
+    tl_status status;
+} order_call;
+static void *order_main(void *arg) {
+    order_call *c = arg;
+    int32_t ids[4] = {1, 5 + c->tag, 9, 11};
+    tl_seq s = {.ids = ids, .n = 4};
+    tl_error err = {0};
+    c->status = tl_backend_eval(c->b, &s, 1, NULL, &err);
+    return NULL;
+}
+
 static void *busy_main(void *arg) {
     busy_job *b = arg;
     enum { K = 64, LEN = 400 };
@@ -110,7 +135,7 @@ int main(void) {
     }
 
     tl_backend *shared = NULL;
-    tl_shared_params shp = {.session = sp};
+    tl_shared_params shp = {.session = sp, .on_step = record_step};
     CHECK(tl_backend_shared_new(m, &shp, &shared, &err) == TL_OK);
     CHECK(!strcmp(tl_backend_kind(shared), "shared") && tl_backend_n_vocab(shared) == nv);
     pthread_t th[N_THREADS];
@@ -161,6 +186,58 @@ int main(void) {
     CHECK(tl_backend_flush(shared, &err) == TL_OK);
     tl_backend_free(gone_client);
     tl_backend_free(late_client);
+
+    /* Priorities: while a long batch runs, a batch-class call and then an
+     * interactive one queue up; the interactive one must run first (the
+     * step after the long one takes only the most urgent class waiting). */
+    {
+        tl_call_limits lo = {.priority = TL_PRIORITY_BATCH}, hi = {.priority = TL_PRIORITY_INTERACTIVE};
+        tl_backend *lo_client = NULL, *hi_client = NULL;
+        CHECK(tl_backend_shared_client(shared, &lo, &lo_client, &err) == TL_OK);
+        CHECK(tl_backend_shared_client(shared, &hi, &hi_client, &err) == TL_OK);
+        busy_job bj2 = {.shared = shared, .nv = nv};
+        pthread_t bt2;
+        pthread_create(&bt2, NULL, busy_main, &bj2);
+        tl_shared_stats stt;
+        for (int i = 0; i < 200; i++) { /* until the long batch is running */
+            CHECK(tl_backend_shared_stats(shared, &stt, &err) == TL_OK);
+            if (stt.running_seqs > 0)
+                break;
+            nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+        }
+        order_call calls[2] = {{.b = lo_client, .tag = 'b'}, {.b = hi_client, .tag = 'i'}};
+        pthread_t ct[2];
+        for (int c = 0; c < 2; c++) {
+            pthread_create(&ct[c], NULL, order_main, &calls[c]);
+            for (int i = 0; i < 200; i++) { /* queued in this order */
+                CHECK(tl_backend_shared_stats(shared, &stt, &err) == TL_OK);
+                if (stt.queued >= (size_t)c + 1)
+                    break;
+                nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+            }
+        }
+        bool long_running = !__atomic_load_n(&bj2.done, __ATOMIC_SEQ_CST);
+        CHECKF(stt.queued == 2 && stt.queued_batch == 1, "queued %zu (batch %zu)", stt.queued, stt.queued_batch);
+        for (int c = 0; c < 2; c++)
+            pthread_join(ct[c], NULL);
+        pthread_join(bt2, NULL);
+        CHECK(calls[0].status == TL_OK && calls[1].status == TL_OK);
+        /* The scheduler thread logged each step before waking its callers. */
+        size_t at = n_step_log;
+        CHECKF(at >= 3, "%zu steps logged", at);
+        if (long_running && at >= 3) {
+            const tl_shared_step *l = &step_log[at - 3], *a = &step_log[at - 2], *b2 = &step_log[at - 1];
+            CHECKF(l->seqs == 64 && l->ok, "the long step: %zu seqs", l->seqs);
+            CHECKF(a->jobs == 1 && a->batch_jobs == 0, "the step after it: %zu jobs, %zu of batch class", a->jobs,
+                   a->batch_jobs);
+            CHECKF(b2->jobs == 1 && b2->batch_jobs == 1, "the last step: %zu jobs, %zu of batch class", b2->jobs,
+                   b2->batch_jobs);
+            CHECK(l->seconds > 0 && l->usage.computed_tokens > 0);
+        } else
+            fprintf(stderr, "priority check skipped: the long batch ended before both calls queued\n");
+        tl_backend_free(lo_client);
+        tl_backend_free(hi_client);
+    }
 
     /* A client needs a shared backend; remote-only calls are refused on it. */
     tl_backend *local = NULL, *bad = (tl_backend *)1;
