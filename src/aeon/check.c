@@ -194,6 +194,13 @@ static tl_status check_expr(checker *c, const tl_aeon_expr *e, const env *scope,
             return st;
         t = TL_AEON_T_BOOL;
         break;
+    case TL_AEON_E_NEG: /* Aeon's prelude minus on Int or Float */
+        if ((st = check_expr(c, e->a, scope, expected, &ta)))
+            return st;
+        if (ta != TL_AEON_T_INT && ta != TL_AEON_T_FLOAT)
+            return type_err(c, e, "unary minus needs an Int or a Float");
+        t = ta;
+        break;
     case TL_AEON_E_IF:
         if ((st = check_expr(c, e->a, scope, TL_AEON_T_BOOL, &ta)) || (st = check_expr(c, e->b, scope, expected, &tb)))
             return st;
