@@ -57,7 +57,8 @@ typedef struct tl_aeon_expr tl_aeon_expr;
 struct tl_aeon_expr {
     tl_aeon_expr_kind kind;
     int line, col;
-    int64_t ival;      /* TL_AEON_E_INT, TL_AEON_E_BOOL; TL_AEON_E_HOLE: byte offset of `?name` in the source */
+    int64_t ival;      /* TL_AEON_E_INT, TL_AEON_E_BOOL; TL_AEON_E_HOLE: byte offset of `?name` in the source;
+                          TL_AEON_E_IF: 1 when the if is written in parentheses `(if ...)` */
     double fval;       /* TL_AEON_E_FLOAT */
     const char *str;   /* TL_AEON_E_STRING (decoded), TL_AEON_E_VAR / LET / FUN / HOLE name */
     size_t str_len;    /* TL_AEON_E_STRING byte length; TL_AEON_E_HOLE: length of `?name` */

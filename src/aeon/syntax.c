@@ -386,6 +386,8 @@ static tl_aeon_expr *parse_atom(parser *p) {
         tl_aeon_expr *inner = parse_expr(p);
         if (!inner)
             return NULL;
+        if (inner->kind == TL_AEON_E_IF)
+            inner->ival = 1; /* written in parentheses: see check.c's let rule */
         if (p->tok.kind == TK_COLON) {
             if (lex_next(p))
                 return NULL;
