@@ -13,7 +13,10 @@
  * committed text (prompt-boundary rewrites), trials ending in unfinished
  * UTF-8 or U+FFFD, zero-progress tokens (empty text, or whitespace where the
  * text is empty or already ends in whitespace: runs of blanks add nothing). EOS is allowed only where the text
- * is a complete expression of the goal type. UNKNOWN verdicts are never
+ * is a complete expression of the goal type; there a token starting with `;`
+ * (the end of the definition) ends the term as EOS does. With step_budget,
+ * a LIVE token is taken only when the oracle's shortest completion after it
+ * still fits (see the config). UNKNOWN verdicts are never
  * committed and never counted as DEAD. A probe limit aborts the attempt
  * explicitly instead of sampling from a truncated distribution. */
 #ifndef TYPELLM_AEON_SAMPLER_H

@@ -263,6 +263,19 @@ tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t 
             counts->excluded++; /* more whitespace after whitespace: no progress */
             continue;
         }
+        if (!free_mode && accepting) {
+            /* The end of a definition (`;`) after a complete term ends it as EOS
+             * does: the oracle never allows `;` there (`e; e` is not in the
+             * grammar), and the model trained on whole files often writes it. */
+            size_t k = 0;
+            while (k < dlen && only_space(delta + k, 1))
+                k++;
+            if (k < dlen && delta[k] == ';') {
+                out->token = id;
+                out->is_eos = true;
+                goto done;
+            }
+        }
         if (!free_mode) {
             tl_aeon_state *ns = tl_aeon_state_advance(st, delta, dlen);
             if (!ns) {
