@@ -44,7 +44,8 @@ TL_API void tl_aeon_type_print(const tl_aeon_types *tt, tl_aeon_type t, tl_strbu
 
 typedef enum tl_aeon_expr_kind {
     TL_AEON_E_INT, TL_AEON_E_FLOAT, TL_AEON_E_BOOL, TL_AEON_E_STRING, TL_AEON_E_UNIT, TL_AEON_E_VAR, TL_AEON_E_HOLE,
-    TL_AEON_E_APP, TL_AEON_E_BINOP, TL_AEON_E_NOT, TL_AEON_E_IF, TL_AEON_E_LET, TL_AEON_E_FUN, TL_AEON_E_ANNOT
+    TL_AEON_E_APP, TL_AEON_E_BINOP, TL_AEON_E_NOT, TL_AEON_E_IF, TL_AEON_E_LET, TL_AEON_E_FUN, TL_AEON_E_ANNOT,
+    TL_AEON_E_NEG /* Aeon's prefix minus: `- e` negates the whole expression after it (Int or Float) */
 } tl_aeon_expr_kind;
 
 typedef enum tl_aeon_binop {
@@ -56,12 +57,13 @@ typedef struct tl_aeon_expr tl_aeon_expr;
 struct tl_aeon_expr {
     tl_aeon_expr_kind kind;
     int line, col;
-    int64_t ival;      /* TL_AEON_E_INT, TL_AEON_E_BOOL; TL_AEON_E_HOLE: byte offset of `?name` in the source */
+    int64_t ival;      /* TL_AEON_E_INT, TL_AEON_E_BOOL; TL_AEON_E_HOLE: byte offset of `?name` in the source;
+                          TL_AEON_E_IF: 1 when the if is written in parentheses `(if ...)` */
     double fval;       /* TL_AEON_E_FLOAT */
     const char *str;   /* TL_AEON_E_STRING (decoded), TL_AEON_E_VAR / LET / FUN / HOLE name */
     size_t str_len;    /* TL_AEON_E_STRING byte length; TL_AEON_E_HOLE: length of `?name` */
     tl_aeon_binop op;       /* TL_AEON_E_BINOP */
-    tl_aeon_expr *a, *b, *c;/* APP: fn a, arg b; BINOP a op b; NOT a; IF a b c; LET value a body b; FUN body a; ANNOT a */
+    tl_aeon_expr *a, *b, *c;/* APP: fn a, arg b; BINOP a op b; NOT a; NEG a; IF a b c; LET value a body b; FUN body a; ANNOT a */
     tl_aeon_type ty;        /* ANNOT / LET / FUN binder annotation (-1 when absent) */
 };
 
@@ -185,6 +187,11 @@ TL_API tl_status tl_aeon_validate(tl_aeon_program *p, const char *candidate, siz
 /* Index of the chosen candidate among n valid ones: the Pareto front over
  * (examples_failed, objectives...), ties broken by seed. */
 TL_API int tl_aeon_pareto_pick(const tl_aeon_validation *vs, int n, uint64_t seed);
+/* Index of the chosen one of n validated candidates: among those that typed
+ * and kept their refinements, the Pareto front over (examples_failed,
+ * objectives...), then the highest logprob[i], then the lowest index; -1
+ * when none typed. */
+TL_API int tl_aeon_rank_pick(const tl_aeon_validation *vs, const double *logprob, int n);
 
 
 #ifdef __cplusplus

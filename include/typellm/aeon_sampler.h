@@ -13,7 +13,10 @@
  * committed text (prompt-boundary rewrites), trials ending in unfinished
  * UTF-8 or U+FFFD, zero-progress tokens (empty text, or whitespace where the
  * text is empty or already ends in whitespace: runs of blanks add nothing). EOS is allowed only where the text
- * is a complete expression of the goal type. UNKNOWN verdicts are never
+ * is a complete expression of the goal type; there a token starting with `;`
+ * (the end of the definition) ends the term as EOS does. With step_budget,
+ * a LIVE token is taken only when the oracle's shortest completion after it
+ * still fits (see the config). UNKNOWN verdicts are never
  * committed and never counted as DEAD. A probe limit aborts the attempt
  * explicitly instead of sampling from a truncated distribution. */
 #ifndef TYPELLM_AEON_SAMPLER_H
@@ -40,6 +43,17 @@ typedef struct tl_aeon_sampler_config {
     double deadline;      /* tl_now_s() value; 0: none */
     bool (*cancelled)(void *arg); /* checked between probe batches; may be NULL */
     void *cancel_arg;
+    bool unconstrained;   /* the baseline: no oracle; the first token that passes the tokenization
+                             checks is taken and EOS ends the text anywhere after a non-blank one */
+    int64_t max_oracle_work; /* oracle states per attempt (summed over queries); <= 0: unbounded;
+                                beyond: the attempt ends TL_AEON_END_ORACLE_BUDGET */
+    int step_budget;      /* tokens this step and the ones after it may still use, EOS included;
+                             <= 0: unbounded. sample_attempt sets it to max_tokens - step: a token is
+                             taken only when the oracle's shortest completion after it, tokenized,
+                             plus EOS, fits (so `if if if ...` cannot eat the budget) */
+    bool canonical_names; /* also refuse a LIVE token that leaves a name cut where the tokenizer never
+                             cuts it (counted noncanonical; tl_aeon_synth sets it): the exact
+                             renormalized distribution over LIVE tokens when false */
 } tl_aeon_sampler_config;
 
 /* How an attempt ended. */
@@ -49,7 +63,8 @@ typedef enum tl_aeon_attempt_end {
     TL_AEON_END_PROBE_LIMIT,   /* a step used max_probes without a certified token */
     TL_AEON_END_EXHAUSTED,     /* every token of a step was rejected, excluded or unknown */
     TL_AEON_END_DEADLINE,
-    TL_AEON_END_CANCELLED
+    TL_AEON_END_CANCELLED,
+    TL_AEON_END_ORACLE_BUDGET  /* max_oracle_work states spent */
 } tl_aeon_attempt_end;
 TL_API const char *tl_aeon_attempt_end_name(tl_aeon_attempt_end e);
 
@@ -60,6 +75,12 @@ typedef struct tl_aeon_probe_counts {
     int64_t unknown;       /* UNKNOWN (not committed, not DEAD) */
     int64_t excluded;      /* special, boundary rewrite, unfinished UTF-8, zero progress, EOS too early */
     double oracle_s;       /* time in completion_status */
+    int64_t oracle_calls;  /* completion_status queries */
+    int64_t oracle_work;   /* states they explored */
+    int64_t over_budget;   /* LIVE, but the shortest completion does not fit in step_budget */
+    int64_t noncanonical;  /* LIVE, but ending in a piece of a name at a cut the tokenizer never makes
+                              ("toFl" from "to" + "Fl" for toFloat = "to" + "Float"): the model would
+                              hardly ever continue it */
 } tl_aeon_probe_counts;
 
 typedef struct tl_aeon_step_result {

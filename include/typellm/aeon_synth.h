@@ -44,6 +44,10 @@ typedef struct tl_aeon_synth_params {
     double deadline;     /* a tl_now_s() value over the whole call; 0: none */
     int32_t n_ctx;       /* the context the prompt + max_tokens must fit (the prompt's head is cut,
                             the hole comes last); 0: the backend's */
+    bool unconstrained;  /* the baseline: the same sampler, prompt and budgets with the oracle off
+                            (plain sampling until EOS); every finished text is still validated, so
+                            only a well-typed one can be chosen */
+    int64_t max_oracle_work; /* oracle states per attempt; <= 0: 200 * max_states */
 } tl_aeon_synth_params;
 
 /* One attempt and its verdicts. */
@@ -53,6 +57,7 @@ typedef struct tl_aeon_synth_attempt {
     tl_aeon_attempt run;              /* text, tokens, probe counts, logprob, times */
     bool validated;                   /* complete within the deadline, so validation ran */
     tl_aeon_validation validation;    /* meaningful when validated */
+    double elapsed_s;                 /* wall time of the attempt and its validation */
 } tl_aeon_synth_attempt;
 
 typedef struct tl_aeon_synth_result {
@@ -63,6 +68,7 @@ typedef struct tl_aeon_synth_result {
     int n_attempts;
     size_t prompt_tokens;             /* after cutting to the context */
     double elapsed_s;
+    bool unconstrained;               /* the oracle was off (the params' flag) */
 } tl_aeon_synth_result;
 
 /* Runs the synthesis of p's hole on b (which must give next-token logits:
@@ -78,7 +84,11 @@ TL_API void tl_aeon_synth_result_free(tl_aeon_synth_result *r);
 /* The report `typellm synth --report` writes: {"status", "goal", "prompt_tokens",
  * "elapsed_s", "attempts": [{"attempt", "seed", "temperature", "end", "text",
  * "tokens", "tokens_committed", "probes", "rejected_probes", "unknown_probes",
- * "excluded_probes", "oracle_s", "model_s", "logprob", "validation"?}],
+ * "excluded_probes", "over_budget_probes", "noncanonical_probes", "oracle_calls",
+ * "oracle_work", "oracle_s", "model_s", "elapsed_s", "logprob", "well_typed",
+ * "examples_passed", "validation"?}], "unconstrained", "ends" (attempts per end),
+ * "budgets_exhausted" (what ran out: "tokens", "oracle_states", "probes",
+ * "wall_time"),
  * "program"?, "chosen_attempt", "chosen_attempt_text"?} as JSON text (keys
  * sorted, two-space indent); caller tl_free()s; NULL when out of memory. */
 TL_API char *tl_aeon_synth_result_to_json(const tl_aeon_program *p, const tl_aeon_synth_result *r);

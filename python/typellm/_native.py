@@ -109,7 +109,7 @@ class ServerParams(ctypes.Structure):
 class AeonSynthParams(ctypes.Structure):
     _fields_ = [("temperature", c_double), ("seed", c_uint64), ("max_tokens", c_int), ("max_probes", c_int),
                 ("top_k", c_int), ("attempts", c_int), ("max_states", c_int64), ("deadline", c_double),
-                ("n_ctx", c_int32)]
+                ("n_ctx", c_int32), ("unconstrained", c_bool), ("max_oracle_work", c_int64)]
 
 
 AEON_MAX_OBJECTIVES = 8
@@ -125,7 +125,8 @@ class AeonValidation(ctypes.Structure):
 class AeonSynthResult(ctypes.Structure):
     # read only through tl_aeon_synth_result_to_json; mirrored so ctypes allocates its size
     _fields_ = [("status", c_char_p), ("chosen", c_int), ("program", c_void_p), ("attempts", c_void_p),
-                ("n_attempts", c_int), ("prompt_tokens", c_size_t), ("elapsed_s", c_double)]
+                ("n_attempts", c_int), ("prompt_tokens", c_size_t), ("elapsed_s", c_double),
+                ("unconstrained", c_bool)]
 
 
 def _fn(name, restype, *argtypes):

@@ -196,9 +196,13 @@ class Candidate:
     "probe_limit", "exhausted", "deadline"), .logprob (the model's
     log-probability of the tokens, EOS included: full-vocabulary softmax at
     temperature 1) and .probability (its exp), .validation (a Validation for
-    a complete term, else None), .seed, .temperature, .probes (counts of
-    the oracle's work: probes, rejected, unknown, excluded) and .record (the
-    report's entry)."""
+    a complete term, else None), .well_typed (True / False for a complete
+    term: the independent checker's verdict; None when the text never
+    finished), .examples_passed (of the @examples; None unless well typed),
+    .elapsed_s (the attempt's wall time, validation included), .seed,
+    .temperature, .probes (counts of the oracle's work: probes, rejected,
+    unknown, excluded, over_budget, noncanonical, oracle_calls, oracle_work)
+    and .record (the report's entry)."""
 
     def __init__(self, a):
         self.record = a
@@ -210,7 +214,12 @@ class Candidate:
         self.seed = a["seed"]
         self.temperature = a["temperature"]
         self.probes = {"probes": a["probes"], "rejected": a["rejected_probes"], "unknown": a["unknown_probes"],
-                       "excluded": a["excluded_probes"]}
+                       "excluded": a["excluded_probes"], "over_budget": a["over_budget_probes"],
+                       "noncanonical": a["noncanonical_probes"], "oracle_calls": a["oracle_calls"],
+                       "oracle_work": a["oracle_work"]}
+        self.well_typed = a["well_typed"]
+        self.examples_passed = a["examples_passed"]
+        self.elapsed_s = a["elapsed_s"]
         self.validation = Validation(a["validation"]) if "validation" in a else None
 
     def __repr__(self):
@@ -445,7 +454,7 @@ class Client:
 
     # -- Aeon synthesis
     def synth(self, program, *, temperature=0.0, seed=0, max_tokens=128, max_probes=4096, top_k=32, attempts=8,
-              max_states=20000, budget=120.0):
+              max_states=20000, budget=120.0, unconstrained=False, max_oracle_work=0):
         """Fills the typed hole of an Aeon program (source text, or a path to
         an .ae file) with a well-typed term, as `typellm synth` does (the same
         loop in the library, so the same term for the same seed):
@@ -453,10 +462,15 @@ class Client:
         (types, refinements, @example), the term chosen from the Pareto front.
         Returns a Synthesis (.term, .program, .candidates with their
         probabilities and validations). budget: seconds over everything.
+        unconstrained=True: the baseline, the same sampler and budgets with
+        the oracle off (plain sampling until EOS; finished texts are still
+        validated, so only a well-typed one is chosen). max_oracle_work:
+        oracle states per attempt (0: 200 x max_states).
         Raises ProgramError for a program outside the fragment."""
         for name, v, lo in (("max_tokens", max_tokens, 1), ("max_probes", max_probes, 1), ("top_k", top_k, 1),
-                            ("attempts", attempts, 1), ("max_states", max_states, 0)):
-            if not isinstance(v, int) or v < lo or v > 2**31 - 1:
+                            ("attempts", attempts, 1), ("max_states", max_states, 0),
+                            ("max_oracle_work", max_oracle_work, 0)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo or v > 2**31 - 1:
                 raise InvalidArgument("invalid", f"synth: {name} must be an integer >= {lo}")
         if not (temperature >= 0 and math.isfinite(temperature)) or not (budget > 0 and math.isfinite(budget)):
             raise InvalidArgument("invalid", "synth: temperature must be >= 0 and budget > 0 (seconds)")
@@ -470,7 +484,8 @@ class Client:
             backend, release = self._call_backend()
             n_ctx = self._ctx_size or (N.model_n_ctx_train(self._model) if self._model else 0)
             params = N.AeonSynthParams(float(temperature), int(seed) & (2**64 - 1), max_tokens, max_probes, top_k,
-                                       attempts, max_states, N.now_s() + float(budget), int(n_ctx))
+                                       attempts, max_states, N.now_s() + float(budget), int(n_ctx),
+                                       bool(unconstrained), max_oracle_work)
             err = N.Error()
             _check(N.aeon_synth(backend, p, ctypes.byref(params), ctypes.byref(res), ctypes.byref(err)), err)
             return Synthesis(json.loads(N.take_string(N.aeon_synth_result_to_json(p, ctypes.byref(res)))))

@@ -142,6 +142,20 @@ static tl_status capture_context(checker *c, const env *scope, tl_aeon_type goal
     return TL_OK;
 }
 
+/* The first `let` in e outside a `fun` body, or NULL. */
+static const tl_aeon_expr *let_inside(const tl_aeon_expr *e) {
+    if (!e || e->kind == TL_AEON_E_FUN)
+        return NULL;
+    if (e->kind == TL_AEON_E_LET)
+        return e;
+    const tl_aeon_expr *l = let_inside(e->a);
+    if (!l)
+        l = let_inside(e->b);
+    if (!l)
+        l = let_inside(e->c);
+    return l;
+}
+
 /* Infers (expected < 0) or checks (expected >= 0) e; *out is its type. */
 static tl_status check_expr(checker *c, const tl_aeon_expr *e, const env *scope, tl_aeon_type expected, tl_aeon_type *out) {
     tl_aeon_types *tt = &c->prog->types;
@@ -194,7 +208,25 @@ static tl_status check_expr(checker *c, const tl_aeon_expr *e, const env *scope,
             return st;
         t = TL_AEON_T_BOOL;
         break;
+    case TL_AEON_E_NEG: /* Aeon's prelude minus on Int or Float */
+        if ((st = check_expr(c, e->a, scope, expected, &ta)))
+            return st;
+        if (ta != TL_AEON_T_INT && ta != TL_AEON_T_FLOAT)
+            return type_err(c, e, "unary minus needs an Int or a Float");
+        t = ta;
+        break;
     case TL_AEON_E_IF:
+        /* Aeon rejects `((if n < 3 then (let w := 10 in 0 * 10) + 11 else 3) * 1000)` and accepts it
+         * without the let, and accepts a let operand outside an if (`(let a := 1 in a) - (if ...)`):
+         * a parenthesized if, which is how an if becomes an operand or an argument, is typed by
+         * synthesizing and joining its branches, which a let inside does not survive. The oracle
+         * applies the same rule (oracle.c, no_let), so no LIVE prefix leads there. */
+        if (e->ival == 1) {
+            const tl_aeon_expr *l = let_inside(e);
+            if (l)
+                return type_err(c, l, "a let inside a parenthesized if (an if used as an operand or argument): "
+                                      "Aeon's checker rejects it; bind the let outside the if");
+        }
         if ((st = check_expr(c, e->a, scope, TL_AEON_T_BOOL, &ta)) || (st = check_expr(c, e->b, scope, expected, &tb)))
             return st;
         if ((st = check_expr(c, e->c, scope, tb, &t)))

@@ -108,7 +108,7 @@ static tl_status apply(evaluator *ev, const tl_aeon_expr *site, const tl_aeon_va
         tl_aeon_value *r = new_value(ev, TL_AEON_V_FLOAT);
         if (!r)
             return rt_err(ev, TL_ERR_NOMEM, site, "out of memory");
-        r->f = (double)arg->i;
+        r->f = arg->kind == TL_AEON_V_FLOAT ? arg->f : (double)arg->i; /* Python's float() */
         *out = r;
         return TL_OK;
     }
@@ -163,8 +163,36 @@ static int64_t floor_div(int64_t a, int64_t b) {
     return q;
 }
 
+/* Python's float %: the remainder takes the divisor's sign. */
+static double py_fmod(double x, double y) {
+    double m = fmod(x, y);
+    if (m != 0 && ((m < 0) != (y < 0)))
+        m += y;
+    return m;
+}
+
+/* Aeon evaluates its prelude's operators with Python's (aeon/prelude:
+ * `lambda x: lambda y: x / y`, `x % y`, `x == y`, ...): Int `/` is true
+ * division and gives a float (7 / 2 is 3.5, so `7 / 2 = 3` is false and
+ * 6 / 2 = 3 is true), and a float meeting an int is compared and computed
+ * as floats. A mixed pair is promoted here before the operator runs. */
 static tl_status eval_binop(evaluator *ev, const tl_aeon_expr *e, const tl_aeon_value *a, const tl_aeon_value *b,
                             const tl_aeon_value **out) {
+    tl_aeon_value fa, fb;
+    bool a_num = a->kind == TL_AEON_V_INT || a->kind == TL_AEON_V_FLOAT;
+    bool b_num = b->kind == TL_AEON_V_INT || b->kind == TL_AEON_V_FLOAT;
+    bool int_div = e->op == TL_AEON_OP_DIV && a->kind == TL_AEON_V_INT && b->kind == TL_AEON_V_INT;
+    if (a_num && b_num && (a->kind != b->kind || int_div)) {
+        fa = *a;
+        fb = *b;
+        fa.kind = fb.kind = TL_AEON_V_FLOAT;
+        if (a->kind == TL_AEON_V_INT)
+            fa.f = (double)a->i;
+        if (b->kind == TL_AEON_V_INT)
+            fb.f = (double)b->i;
+        a = &fa;
+        b = &fb;
+    }
     tl_aeon_value *r = new_value(ev, a->kind);
     if (!r)
         return rt_err(ev, TL_ERR_NOMEM, e, "out of memory");
@@ -198,9 +226,13 @@ static tl_status eval_binop(evaluator *ev, const tl_aeon_expr *e, const tl_aeon_
             r->s_len = a->s_len + b->s_len;
         } else if (a->kind == TL_AEON_V_FLOAT) {
             double x = a->f, y = b->f;
-            r->f = e->op == TL_AEON_OP_ADD ? x + y : e->op == TL_AEON_OP_SUB ? x - y : e->op == TL_AEON_OP_MUL ? x * y : x / y;
-            if (e->op == TL_AEON_OP_DIV && y == 0.0)
-                return rt_err(ev, TL_ERR_INVALID, e, "float division by zero");
+            if ((e->op == TL_AEON_OP_DIV || e->op == TL_AEON_OP_MOD) && y == 0.0)
+                return rt_err(ev, TL_ERR_INVALID, e, "division by zero");
+            r->f = e->op == TL_AEON_OP_ADD   ? x + y
+                 : e->op == TL_AEON_OP_SUB   ? x - y
+                 : e->op == TL_AEON_OP_MUL   ? x * y
+                 : e->op == TL_AEON_OP_MOD ? py_fmod(x, y)
+                                             : x / y;
         } else {
             int64_t x = a->i, y = b->i, z = 0;
             bool ovf = false;
@@ -288,6 +320,20 @@ static tl_status eval(evaluator *ev, const tl_aeon_expr *e, const venv *env, con
         }
         if (!(st = eval(ev, e->b, env, &b)))
             st = eval_binop(ev, e, a, b, out);
+        break;
+    case TL_AEON_E_NEG:
+        if ((st = eval(ev, e->a, env, &a)))
+            break;
+        if (!(r = new_value(ev, a->kind)))
+            return rt_err(ev, TL_ERR_NOMEM, e, "out of memory");
+        if (a->kind == TL_AEON_V_FLOAT) {
+            r->f = -a->f;
+        } else {
+            if (a->i == INT64_MIN)
+                return rt_err(ev, TL_ERR_INVALID, e, "integer overflow");
+            r->i = -a->i;
+        }
+        *out = r;
         break;
     case TL_AEON_E_NOT:
         if ((st = eval(ev, e->a, env, &a)))

@@ -458,6 +458,7 @@ typedef struct engine_run {
     local locals[TL_AEON_MAX_FRAMES];
     int n_locals;
     int depth;
+    int no_let;         /* inside a parenthesized if (outside a fun body): no let (check.c's rule) */
     int64_t work, max_work;
     double deadline;
     const char *abort_reason;
@@ -737,7 +738,10 @@ static pres p_atom(engine_run *r, int hint) {
     }
     case K_LPAREN: {
         r->pos++;
+        bool paren_if = peek(r)->kind == K_IF;
+        r->no_let += paren_if;
         pres in = p_expr(r, hint);
+        r->no_let -= paren_if;
         if (in.kind == R_FAIL || in.kind == R_ABORT)
             return in;
         if (in.kind == R_MAP) {
@@ -1007,6 +1011,8 @@ static pres p_expr_inner(engine_run *r, int hint) {
         bool is_let = t->kind == K_LET;
         if (!is_let && (hint < 0 || r->s->uarg[hint] < 0))
             return r_fail(); /* fun needs an expected arrow type */
+        if (is_let && r->no_let > 0)
+            return r_fail(); /* Aeon rejects a let inside a parenthesized if (check.c) */
         r->pos++;
         const char *name, *suffix;
         size_t len = 0;
@@ -1061,7 +1067,11 @@ static pres p_expr_inner(engine_run *r, int hint) {
             return r_abort(r, "more than 128 local bindings");
         r->locals[r->n_locals++] = (local){name, len, bound};
         int body_goal = is_let ? hint : r->s->ures[hint];
+        int saved_no_let = r->no_let;
+        if (!is_let)
+            r->no_let = 0; /* a lambda's body is typed on its own */
         pres b = p_expr(r, body_goal);
+        r->no_let = saved_no_let;
         r->n_locals--;
         if (is_let || b.kind == R_FAIL || b.kind == R_ABORT)
             return b;

@@ -15,7 +15,8 @@
 #include "util/utf8.h"
 
 const char *tl_aeon_attempt_end_name(tl_aeon_attempt_end e) {
-    static const char *names[] = {"complete", "token_limit", "probe_limit", "exhausted", "deadline", "cancelled"};
+    static const char *names[] = {"complete", "token_limit", "probe_limit", "exhausted", "deadline", "cancelled",
+                                  "oracle_budget"};
     return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
 
@@ -25,11 +26,98 @@ typedef struct ranked {
     int32_t id;
 } ranked;
 
-static int cmp_ranked(const void *a, const void *b) {
-    const ranked *x = a, *y = b;
+/* True when x ranks before y: higher key, then lower id. */
+static bool ranks_before(const ranked *x, const ranked *y) {
     if (x->key != y->key)
-        return x->key > y->key ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+        return x->key > y->key;
+    return x->id < y->id;
+}
+
+/* The ranking is a binary heap popped in order: a step usually probes a
+ * handful of tokens, so sorting the whole vocabulary (50k entries, most of
+ * a step's time) is wasted; popping r entries costs n + r log n. */
+static void heap_sift_down(ranked *h, int32_t n, int32_t i) {
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && ranks_before(&h[l], &h[m]))
+            m = l;
+        if (r < n && ranks_before(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        ranked t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static ranked heap_pop(ranked *h, int32_t *n) {
+    ranked top = h[0];
+    h[0] = h[--*n];
+    heap_sift_down(h, *n, 0);
+    return top;
+}
+
+static bool is_ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The tokens b's tokenizer makes of text[0..len) (no BOS), or -1 on error. */
+static long count_tokens(tl_backend *b, const char *text, size_t len, size_t *cuts, size_t max_cuts, size_t *n_cuts) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    tl_error e;
+    if (tl_backend_tokenize(b, text, len, false, false, &ids, &n, &e)) {
+        tl_free(ids);
+        return -1;
+    }
+    if (cuts) { /* byte offsets where a token ends */
+        tl_strbuf sb = TL_STRBUF_INIT;
+        *n_cuts = 0;
+        for (size_t i = 0; i < n && *n_cuts < max_cuts; i++) {
+            if (tl_backend_detokenize(b, ids, i + 1, &sb, &e))
+                break;
+            cuts[(*n_cuts)++] = sb.len;
+            tl_strbuf_clear(&sb);
+        }
+        tl_strbuf_free(&sb);
+    }
+    tl_free(ids);
+    return (long)n;
+}
+
+/* The prefix text[0..len) ends in a piece of a name that the witness
+ * continues (the name is unfinished). True when the tokenizer, writing that
+ * whole name (alone or after a space), never cuts it where the prefix does:
+ * the model then meets a continuation it has hardly ever seen and tends to
+ * rank it beyond the probe limit. */
+static bool noncanonical_cut(tl_backend *b, const char *text, size_t len, const char *witness, size_t wlen) {
+    if (len == 0 || !is_ident_char(text[len - 1]) || wlen <= len || !is_ident_char(witness[len]))
+        return false;
+    size_t start = len;
+    while (start > 0 && is_ident_char(text[start - 1]))
+        start--;
+    if (text[start] >= '0' && text[start] <= '9')
+        return false; /* a number, not a name */
+    size_t end = len;
+    while (end < wlen && is_ident_char(witness[end]))
+        end++;
+    char word[130];
+    size_t wl = end - start, cut = len - start;
+    if (wl + 1 >= sizeof word)
+        return false;
+    word[0] = ' ';
+    memcpy(word + 1, witness + start, wl);
+    size_t cuts[64], nc = 0;
+    for (int spaced = 0; spaced < 2; spaced++) {
+        if (count_tokens(b, word + 1 - spaced, wl + (size_t)spaced, cuts, 64, &nc) < 0)
+            return false;
+        for (size_t i = 0; i < nc; i++)
+            if (cuts[i] == cut + (size_t)spaced)
+                return false;
+    }
+    return true;
 }
 
 /* True when s[0..n) is complete, valid UTF-8 without U+FFFD. */
@@ -69,7 +157,7 @@ tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t 
     int32_t nv = b->n_vocab;
     ranked *order = malloc(sizeof *order * (size_t)nv);
     int32_t *trial = malloc(sizeof *trial * (n + 1));
-    tl_strbuf base = TL_STRBUF_INIT, text = TL_STRBUF_INIT;
+    tl_strbuf base = TL_STRBUF_INIT, text = TL_STRBUF_INIT, wit = TL_STRBUF_INIT;
     tl_status rc = TL_OK;
     if (!order || !trial) {
         rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
@@ -92,14 +180,34 @@ tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t 
         }
         order[i] = (ranked){key, i};
     }
-    qsort(order, (size_t)nv, sizeof *order, cmp_ranked);
-    out->first_ranked = order[0].id;
+    int32_t heap_n = nv;
+    for (int32_t i = nv / 2 - 1; i >= 0; i--)
+        heap_sift_down(order, heap_n, i);
+    if (heap_n > 0)
+        out->first_ranked = order[0].id;
     if ((rc = tl_backend_detokenize(b, ids, n, &base, err)))
         goto done;
     memcpy(trial, ids, sizeof *trial * n);
-    bool accepting = tl_aeon_is_accepting(eng, st);
+    bool free_mode = cfg->unconstrained;
+    bool accepting = free_mode ? !only_space(st->text, st->len) : tl_aeon_is_accepting(eng, st);
     int top_k = cfg->top_k > 0 ? cfg->top_k : 32;
     int64_t step_probes = 0;
+    if (!free_mode && cfg->step_budget == 1) {
+        /* Only EOS still fits: the bound kept every earlier token completable
+         * within the budget, so the text is accepting unless the model never
+         * took the fitting tokens; EOS is the model's best-ranked end token. */
+        out->end = TL_AEON_END_TOKEN_LIMIT;
+        while (accepting && heap_n > 0) {
+            ranked cand = heap_pop(order, &heap_n);
+            if (cand.key != -INFINITY && is_eos(b, cand.id)) {
+                counts->probes++;
+                out->token = cand.id;
+                out->is_eos = true;
+                break;
+            }
+        }
+        goto done;
+    }
     for (int32_t r = 0; r < nv; r++) {
         if (r % top_k == 0) { /* between batches: limits, deadline, cancellation */
             if (cfg->deadline > 0 && tl_now_s() > cfg->deadline) {
@@ -115,8 +223,13 @@ tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t 
             out->end = TL_AEON_END_PROBE_LIMIT;
             goto done;
         }
-        int32_t id = order[r].id;
-        if (order[r].key == -INFINITY)
+        if (cfg->max_oracle_work > 0 && counts->oracle_work >= cfg->max_oracle_work) {
+            out->end = TL_AEON_END_ORACLE_BUDGET;
+            goto done;
+        }
+        ranked cand = heap_pop(order, &heap_n);
+        int32_t id = cand.id;
+        if (cand.key == -INFINITY)
             break;
         step_probes++;
         counts->probes++;
@@ -150,32 +263,74 @@ tl_status tl_aeon_sample_step(tl_backend *b, tl_aeon_engine *eng, const int32_t 
             counts->excluded++; /* more whitespace after whitespace: no progress */
             continue;
         }
-        tl_aeon_state *ns = tl_aeon_state_advance(st, delta, dlen);
-        if (!ns) {
-            rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
-            goto done;
-        }
-        double t0 = tl_now_s();
-        tl_aeon_verdict v = tl_aeon_completion_status(eng, ns, NULL, NULL);
-        counts->oracle_s += tl_now_s() - t0;
-        tl_aeon_state_free(ns);
-        if (v == TL_AEON_DEAD) {
-            counts->rejected++;
-        } else if (v == TL_AEON_UNKNOWN) {
-            counts->unknown++;
-        } else {
-            out->token = id;
-            out->delta = malloc(dlen + 1);
-            if (!out->delta) {
-                rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
-                out->token = -1;
+        if (!free_mode && accepting) {
+            /* The end of a definition (`;`) after a complete term ends it as EOS
+             * does: the oracle never allows `;` there (`e; e` is not in the
+             * grammar), and the model trained on whole files often writes it. */
+            size_t k = 0;
+            while (k < dlen && only_space(delta + k, 1))
+                k++;
+            if (k < dlen && delta[k] == ';') {
+                out->token = id;
+                out->is_eos = true;
                 goto done;
             }
-            memcpy(out->delta, delta, dlen);
-            out->delta[dlen] = '\0';
-            out->delta_len = dlen;
+        }
+        if (!free_mode) {
+            tl_aeon_state *ns = tl_aeon_state_advance(st, delta, dlen);
+            if (!ns) {
+                rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
+                goto done;
+            }
+            tl_aeon_query_stats qs;
+            double t0 = tl_now_s();
+            tl_aeon_verdict v = tl_aeon_completion_status(eng, ns, &wit, &qs);
+            counts->oracle_s += tl_now_s() - t0;
+            counts->oracle_calls++;
+            counts->oracle_work += qs.work;
+            bool fits = true, canonical = true;
+            if (v == TL_AEON_LIVE && wit.len >= ns->len) {
+                /* The shortest completion, then EOS, must fit in what is left
+                 * after this token. A token is at most as long as its text
+                 * (byte-level and byte-fallback vocabularies), so a short
+                 * completion fits without tokenizing it. */
+                size_t sl = wit.len - ns->len;
+                long left = cfg->step_budget > 0 ? (long)cfg->step_budget - 2 : -1;
+                if (left >= 0 && sl > (size_t)left) {
+                    long need = count_tokens(b, wit.buf + ns->len, sl, NULL, 0, NULL);
+                    fits = need >= 0 && need <= left;
+                }
+                canonical = !cfg->canonical_names || !noncanonical_cut(b, ns->text, ns->len, wit.buf, wit.len);
+            }
+            tl_aeon_state_free(ns);
+            if (v == TL_AEON_DEAD) {
+                counts->rejected++;
+                continue;
+            }
+            if (v == TL_AEON_UNKNOWN) {
+                counts->unknown++;
+                continue;
+            }
+            if (!fits) {
+                counts->over_budget++;
+                continue;
+            }
+            if (!canonical) {
+                counts->noncanonical++;
+                continue;
+            }
+        }
+        out->token = id;
+        out->delta = malloc(dlen + 1);
+        if (!out->delta) {
+            rc = tl_error_set(err, TL_ERR_NOMEM, "aeon sampler: out of memory");
+            out->token = -1;
             goto done;
         }
+        memcpy(out->delta, delta, dlen);
+        out->delta[dlen] = '\0';
+        out->delta_len = dlen;
+        goto done;
     }
     out->end = TL_AEON_END_EXHAUSTED;
 done:
@@ -183,6 +338,7 @@ done:
     free(trial);
     tl_strbuf_free(&base);
     tl_strbuf_free(&text);
+    tl_strbuf_free(&wit);
     return rc;
 }
 
@@ -224,8 +380,10 @@ tl_status tl_aeon_sample_attempt(tl_backend *b, tl_aeon_engine *eng, const int32
             break;
         }
         tl_aeon_step_result sr;
+        tl_aeon_sampler_config step_cfg = *cfg;
+        step_cfg.step_budget = max_tokens - step;
         uint64_t step_seed = cfg->seed * 0x100000001B3ull + (uint64_t)step * TL_RNG_GOLDEN + 1;
-        if ((rc = tl_aeon_sample_step(b, eng, ids, n, st, logits, cfg, step_seed, &sr, &out->counts, err)))
+        if ((rc = tl_aeon_sample_step(b, eng, ids, n, st, logits, &step_cfg, step_seed, &sr, &out->counts, err)))
             goto done;
         out->first_ranked[out->n_tokens] = sr.first_ranked;
         if (sr.token < 0) {

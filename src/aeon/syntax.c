@@ -51,6 +51,7 @@ typedef struct parser {
     int n_holes;
     tl_aeon_expr *hole;
     const char *unsupported; /* first type outside the fragment seen in the current def */
+    bool candidate;  /* reading a hole's candidate: the generation grammar's expressions only */
 } parser;
 
 #define MAX_NESTING 200
@@ -385,6 +386,8 @@ static tl_aeon_expr *parse_atom(parser *p) {
         tl_aeon_expr *inner = parse_expr(p);
         if (!inner)
             return NULL;
+        if (inner->kind == TL_AEON_E_IF)
+            inner->ival = 1; /* written in parentheses: see check.c's let rule */
         if (p->tok.kind == TK_COLON) {
             if (lex_next(p))
                 return NULL;
@@ -546,6 +549,28 @@ static tl_aeon_expr *parse_expr(parser *p) {
     token t = p->tok;
     if (check_capability_kw(p))
         return NULL;
+    if (p->tok.kind == TK_MINUS && p->candidate) {
+        unexpected(p, "an expression (a candidate has no unary minus: write 0 - e)");
+        return NULL;
+    }
+    if (p->tok.kind == TK_MINUS) {
+        /* Aeon's `expression : "-" expression_i`: a minus starts an
+         * expression and negates all of it (`-5 + 3` is `-(5 + 3)`); it is
+         * not an operand (`1 + -2` is a syntax error). */
+        if (lex_next(p))
+            return NULL;
+        if (p->tok.kind == TK_MINUS) {
+            unexpected(p, "an expression after '-'");
+            return NULL;
+        }
+        tl_aeon_expr *a = parse_expr(p);
+        p->depth--;
+        if (!a)
+            return NULL;
+        if ((e = new_expr(p, TL_AEON_E_NEG, t.line, t.col)))
+            e->a = a;
+        return p->st ? NULL : e;
+    }
     if (is_kw(p, "if")) {
         if (lex_next(p))
             return NULL;
@@ -845,7 +870,7 @@ tl_status tl_aeon_parse_program(tl_aeon_program *prog, tl_error *err, tl_aeon_ex
 }
 
 tl_status tl_aeon_parse_expr(tl_aeon_program *prog, const char *text, size_t len, tl_aeon_expr **out, tl_error *err) {
-    parser p = {.prog = prog, .src = text, .len = len, .line = 1, .col = 1, .err = err};
+    parser p = {.prog = prog, .src = text, .len = len, .line = 1, .col = 1, .err = err, .candidate = true};
     if (lex_next(&p))
         return p.st;
     tl_aeon_expr *e = parse_expr(&p);

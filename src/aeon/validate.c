@@ -188,3 +188,17 @@ int tl_aeon_pareto_pick(const tl_aeon_validation *vs, int n, uint64_t seed) {
     uint64_t state = seed;
     return front[tl_rng_next(&state) % (uint64_t)nf];
 }
+
+int tl_aeon_rank_pick(const tl_aeon_validation *vs, const double *logprob, int n) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (!vs[i].typed || !vs[i].refinements_ok)
+            continue;
+        bool dominated = false;
+        for (int j = 0; j < n && !dominated; j++)
+            dominated = j != i && vs[j].typed && vs[j].refinements_ok && dominates(&vs[j], &vs[i]);
+        if (!dominated && (best < 0 || logprob[i] > logprob[best]))
+            best = i;
+    }
+    return best;
+}

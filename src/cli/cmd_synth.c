@@ -17,7 +17,8 @@ int tl_cmd_synth(int argc, char **argv) {
     uint64_t seed = 0;
     double temperature = 0, budget = 120;
     long max_tokens = 128, max_probes = 4096, top_k = 32, attempts = 8, max_states = 20000, threads = 2, n_ctx = 0;
-    bool no_mmap = false;
+    bool no_mmap = false, unconstrained = false;
+    long max_oracle_work = 0;
     const tl_opt opts[] = {
         {'m', "model", TL_OPT_STR, &model_path, .metavar = "PATH",
          .help = "GGUF model (env AEON_TC_MODEL, then TYPELLM_MODEL)"},
@@ -43,6 +44,10 @@ int tl_cmd_synth(int argc, char **argv) {
         {0, "report", TL_OPT_STR, &report_path, .metavar = "FILE",
          .help = "write the JSON report there ('-' = stdout after the program)"},
         TL_OPT_NO_MMAP(&no_mmap),
+        {0, "unconstrained", TL_OPT_FLAG, &unconstrained,
+         .help = "the baseline: same sampler and budgets, oracle off (plain sampling until EOS)"},
+        {0, "max-oracle-work", TL_OPT_LONG, &max_oracle_work, .min = 0, .max = 1L << 50, .metavar = "N",
+         .help = "oracle states per attempt (default 0 = 200 x max-states)"},
         {0},
     };
     const tl_opt_cmd cmd = {"synth", "FILE.ae -m M.gguf [options]",
@@ -95,7 +100,8 @@ int tl_cmd_synth(int argc, char **argv) {
     tl_aeon_synth_params params = {.temperature = temperature, .seed = seed, .max_tokens = (int)max_tokens,
                                    .max_probes = (int)max_probes, .top_k = (int)top_k, .attempts = (int)attempts,
                                    .max_states = max_states, .deadline = deadline,
-                                   .n_ctx = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(model)};
+                                   .n_ctx = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(model),
+                                   .unconstrained = unconstrained, .max_oracle_work = max_oracle_work};
     st = tl_aeon_synth(be, prog, &params, &res, &err);
     if (st)
         tl_cli_error("synth", err.msg);
@@ -112,8 +118,30 @@ int tl_cmd_synth(int argc, char **argv) {
             printf("\n");
         rc = 0;
     } else if (!st) {
-        fprintf(stderr, "typellm synth: no validated program (%s) after %d attempts; see the report\n", res.status,
-                res.n_attempts);
+        /* name what ran out, and how each attempt ended */
+        json_t *ends = json_object_get(report, "ends"), *spent = json_object_get(report, "budgets_exhausted");
+        char *e = ends ? json_dumps(ends, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        tl_strbuf why = TL_STRBUF_INIT;
+        size_t k;
+        json_t *v;
+        json_array_foreach(spent, k, v) {
+            const char *n = json_string_value(v);
+            tl_strbuf_puts(&why, k ? ", " : "; ran out of: ");
+            if (!strcmp(n, "tokens"))
+                tl_strbuf_printf(&why, "tokens (--max-tokens %ld)", max_tokens);
+            else if (!strcmp(n, "oracle_states"))
+                tl_strbuf_puts(&why, "oracle states (--max-oracle-work)");
+            else if (!strcmp(n, "probes"))
+                tl_strbuf_printf(&why, "probes (--max-probes %ld)", max_probes);
+            else
+                tl_strbuf_printf(&why, "wall time (--budget %g s)", budget);
+        }
+        if (!json_array_size(spent))
+            tl_strbuf_puts(&why, "; every finished term failed validation");
+        fprintf(stderr, "typellm synth: no validated program (%s) after %d attempts (ends: %s)%s; see the report\n",
+                res.status, res.n_attempts, e ? e : "{}", tl_strbuf_cstr(&why));
+        free(e);
+        tl_strbuf_free(&why);
     }
 done:
     if (!report)

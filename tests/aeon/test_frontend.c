@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "aeon/aeon.h"
+#include "typellm/aeon_synth.h"
 #include "tl_test.h"
 
 static char example_path[1024];
@@ -151,9 +152,18 @@ static void test_eval(void) {
         return;
     struct { const char *e; tl_aeon_value_kind k; int64_t i; double f; tl_status st; } cases[] = {
         {"fact 5", TL_AEON_V_INT, 120, 0, TL_OK},
-        {"7 / 2", TL_AEON_V_INT, 3, 0, TL_OK},
-        {"(0 - 7) / 2", TL_AEON_V_INT, -4, 0, TL_OK},   /* floor division */
-        {"(0 - 7) % 2", TL_AEON_V_INT, 1, 0, TL_OK},
+        /* Aeon's evaluator runs the prelude's Python lambdas: Int / is true division */
+        {"7 / 2", TL_AEON_V_FLOAT, 0, 3.5, TL_OK},
+        {"(0 - 7) / 2", TL_AEON_V_FLOAT, 0, -3.5, TL_OK},
+        {"7 / 2 = 3", TL_AEON_V_BOOL, 0, 0, TL_OK},
+        {"6 / 2 = 3", TL_AEON_V_BOOL, 1, 0, TL_OK},
+        {"6 / 4 * 2 = 3", TL_AEON_V_BOOL, 1, 0, TL_OK},
+        {"7 / 2 % 2", TL_AEON_V_FLOAT, 0, 1.5, TL_OK},
+        {"toFloat (7 / 2)", TL_AEON_V_FLOAT, 0, 3.5, TL_OK},
+        {"(0 - 7) % 2", TL_AEON_V_INT, 1, 0, TL_OK},    /* Python's %: the divisor's sign */
+        {"7 % (0 - 2)", TL_AEON_V_INT, -1, 0, TL_OK},
+        {"1 % 0", TL_AEON_V_INT, 0, 0, TL_ERR_INVALID},
+        {"(0 - 7) / 2 < 0 - 3", TL_AEON_V_BOOL, 1, 0, TL_OK},
         {"1 / 0", TL_AEON_V_INT, 0, 0, TL_ERR_INVALID},
         {"toFloat 3 * 1.5", TL_AEON_V_FLOAT, 0, 4.5, TL_OK},
         {"\"ab\" + \"c\" = \"abc\"", TL_AEON_V_BOOL, 1, 0, TL_OK},
@@ -259,7 +269,48 @@ static void test_validate(void) {
     tl_aeon_program_free(p);
 }
 
+/* Reading @examples as Aeon does: unary minus negates the whole expression
+ * after it (`(-1)`, `-5 + 3` = -8) and Int division is true division, so an
+ * example expecting a floored quotient fails as it does in Aeon. A candidate
+ * stays in the generation grammar (no unary minus). */
+static void test_aeon_examples(void) {
+    tl_aeon_program *p = load("@example(half (-4) = 0 - 2)\n"
+                              "@example(half 7 = 3)\n"
+                              "@example(half (-5 + 3) = 0 - 4)\n"
+                              "def half (n:Int) : Int := ?h;");
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    tl_aeon_validation v;
+    validate_text(p, "n / 2", &v); /* 7 / 2 is 3.5 in Aeon: half 7 = 3 fails */
+    CHECK(v.typed && v.examples_total == 3 && v.examples_failed == 1);
+    validate_text(p, "(n - n % 2) / 2", &v);
+    CHECK(v.typed && v.examples_failed == 0);
+    validate_text(p, "-n", &v);
+    CHECK(!v.parsed && strstr(v.message, "unary minus"));
+    /* ranking: validation first, then the log-probability */
+    tl_aeon_validation vs[3];
+    validate_text(p, "(n - n % 2) / 2", &vs[0]);
+    validate_text(p, "n * 2", &vs[1]);
+    validate_text(p, "(n - n % 2) / 2 * 1", &vs[2]);
+    double lp[3] = {-9.0, -1.0, -4.0};
+    CHECK(tl_aeon_rank_pick(vs, lp, 3) == 2);
+    lp[0] = -2.0;
+    CHECK(tl_aeon_rank_pick(vs, lp, 3) == 0);
+    vs[0].typed = vs[2].typed = false;
+    CHECK(tl_aeon_rank_pick(vs, lp, 3) == 1);
+    vs[1].typed = false;
+    CHECK(tl_aeon_rank_pick(vs, lp, 3) == -1);
+    /* a filled program keeps its hole's line: line breaks in the term become one space */
+    char *filled = tl_aeon_program_fill(p, "let t := n in\n  t / 2", strlen("let t := n in\n  t / 2"));
+    CHECK(filled && strstr(filled, ":= (let t := n in t / 2);"));
+    tl_free(filled);
+    tl_aeon_program_free(p);
+    CHECK(load("@example(f (--1) = 1)\ndef f (n:Int) : Int := ?h;") == NULL);
+}
+
 int main(void) {
+    test_aeon_examples();
     test_examples_load();
     test_errors();
     test_eval();
