@@ -71,23 +71,29 @@ async function openChecks(b) {
   const tr = api.data.fields.expense_type.trace;
   const scored = await b.evaluate(`(() => {
     const d = document.querySelector('article[data-field="expense_type"] details.trace'); d.open = true;
-    const s = d.querySelectorAll(".tok.scored");
     const r = d.getBoundingClientRect();
-    return {n: s.length, i: s[0] && Number(s[0].dataset.i), id: s[0] && Number(s[0].dataset.tokenId), text: s[0] && s[0].textContent,
-            toks: d.querySelectorAll(".tok").length, visible: r.height > 0,
+    const p = d.querySelectorAll(".prompt .tok.scored");
+    return {n: p.length, i: p[0] && Number(p[0].dataset.i), id: p[0] && Number(p[0].dataset.tokenId), text: p[0] && p[0].dataset.piece,
+            shown: p[0] && p[0].textContent.replaceAll("↵", ""),
+            toks: d.querySelectorAll(".prompt .tok").length, visible: r.height > 0,
             labels: [...d.querySelectorAll("tr[data-label-token]")].map((e) => Number(e.dataset.labelToken))};
   })()`);
   check(scored.n === 1, `one scored token highlighted (${scored.n})`);
   check(scored.i === tr.position && scored.id === tr.ids[tr.position], `the scored token is #${scored.i} id ${scored.id}; the API scored #${tr.position} id ${tr.ids[tr.position]}`);
-  check(scored.text === tr.pieces[tr.position], `the scored token reads ${JSON.stringify(scored.text)}, the API's piece ${JSON.stringify(tr.pieces[tr.position])}`);
+  check(scored.text === tr.pieces[tr.position] && scored.shown === scored.text, `the scored token reads ${JSON.stringify(scored.shown)} (${JSON.stringify(scored.text)}), the API's piece ${JSON.stringify(tr.pieces[tr.position])}`);
   check(scored.toks === tr.ids.length, `the trace shows ${scored.toks} tokens of ${tr.ids.length}`);
   const labelIds = api.data.fields.expense_type.candidates.map((c) => c.token);
   check(JSON.stringify(scored.labels) === JSON.stringify(labelIds), `label tokens ${scored.labels} (API ${labelIds})`);
 
-  if (arg) { // the committed screenshot: a finished decision with a trace open
-    await b.evaluate(`document.querySelector('article[data-field="expense_type"] details.trace').open = false;
-      document.querySelector('article[data-field="reimbursable"] details.trace').open = true; window.scrollTo(0, 0)`);
+  if (arg) { // the committed screenshot: a finished decision (abstaining below 0.9) with a trace open
+    await b.evaluate(`document.getElementById("threshold").value = "0.9"`);
+    check(await runAndWait(b, "the screenshot's decision") === "done", "the screenshot's decision");
+    await b.evaluate(`document.querySelector('article[data-field="reimbursable"] details.trace').open = true`);
+    await b.page("Emulation.setDeviceMetricsOverride", { width: 1400, height: 1240, deviceScaleFactor: 1, mobile: false });
+    await b.evaluate(`{ const d = document.querySelector('article[data-field="reimbursable"] details.trace'); d.open = false; d.open = true; }`);
+    await new Promise((r) => setTimeout(r, 300));
     writeFileSync(arg, await b.screenshot());
+    await b.evaluate(`document.getElementById("threshold").value = "0"`);
   }
 
   // A bad schema: the server's message, with its JSON path, on the page.

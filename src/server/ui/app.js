@@ -291,8 +291,10 @@
     const prompt = el("div", { class: "prompt", "data-field": name });
     pieces.forEach((p, i) => {
       const scored = i === t.position;
-      prompt.append(el("span", { class: "tok" + (isSpecial(p) ? " special" : "") + (scored ? " scored" : ""),
-                                 "data-i": i, "data-token-id": t.ids[i], title: "#" + i + " id " + t.ids[i] + (scored ? " (scored here)" : "") }, p));
+      // line breaks shown as ↵ (then broken), so a token of white space stays visible
+      const shown = p.split("\n").flatMap((part, k) => (k ? [el("span", { class: "ws", "aria-hidden": "true" }, "↵"), "\n", part] : [part]));
+      prompt.append(el("span", { class: "tok" + (isSpecial(p) ? " special" : "") + (scored ? " scored" : ""), "data-piece": p,
+                                 "data-i": i, "data-token-id": t.ids[i], title: "#" + i + " id " + t.ids[i] + (scored ? " (scored here)" : "") }, shown));
     });
     if (f.label) prompt.append(el("span", { class: "after", title: "the label read after the scored token" }, f.label));
     else if (f.text !== undefined) prompt.append(el("span", { class: "after", title: "generated under the automaton" }, f.text));
@@ -302,9 +304,16 @@
       el("tbody", {}, cands.map((c) => el("tr", { "data-label-token": c.token },
         el("td", {}, c.label), el("td", {}, c.token), el("td", {}, JSON.stringify(c.value)), el("td", {}, c.logprob.toFixed(3)))))) : null;
     const u = t.wave_usage;
-    return el("details", { class: "trace" },
+    // opened: the scored token scrolled into the prompt's view
+    const onToggle = (ev) => {
+      const s = prompt.querySelector(".scored");
+      if (ev.target.open && s) prompt.scrollTop = Math.max(0, s.offsetTop - prompt.offsetTop - prompt.clientHeight / 2);
+    };
+    return el("details", { class: "trace", ontoggle: onToggle },
       el("summary", {}, "Trace: " + t.ids.length + " tokens, scored at position " + t.position +
          (t.wave !== undefined ? ", wave " + t.wave : "") + (u ? " (" + u.computed_tokens + " computed, " + u.cached_tokens + " cached)" : "")),
+      el("p", { class: "legend" }, el("span", { class: "tok scored" }, "token"), " the position scored: its next-token distribution is read for the labels; ",
+         el("span", { class: "after" }, f.label || f.text || ""), " the answer read there"),
       prompt, table);
   }
 
@@ -332,7 +341,7 @@
       el("label", { for: "lm-" + side + "-" + name, style: "margin:0;font-weight:500" }, "label mass"),
       el("meter", { id: "lm-" + side + "-" + name, min: 0, max: 1, low: 0.2, high: 0.8, optimum: 1, value: mass, "data-label-mass": mass }),
       el("span", {}, sci(mass) + (mass < 0.2 ? " (the model mostly wanted to say something else)" : ""))) : null;
-    return el("article", { class: "field", "data-field": name }, head, bars, gauge, traceView(name, f));
+    return el("article", { class: "field" + (f.abstained ? " is-abstained" : ""), "data-field": name }, head, bars, gauge, traceView(name, f));
   }
 
   function decisionView(body, d, side) {
