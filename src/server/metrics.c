@@ -164,15 +164,29 @@ static void hist(tl_strbuf *o, const char *name, const char *help, const histogr
                      (unsigned long long)cum);
 }
 
-/* A label value: backslash, quote and newline escaped, as the format asks. */
+/* A label value: backslash, quote and newline escaped, as the format asks,
+ * and UTF-8 (which the format requires): a bad byte becomes U+FFFD. */
 static void label_value(tl_strbuf *o, const char *s) {
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            tl_strbuf_putc(o, '\\'), tl_strbuf_putc(o, *s);
-        else if (*s == '\n')
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' || c == '"') {
+            tl_strbuf_putc(o, '\\');
+            tl_strbuf_putc(o, (char)c);
+        } else if (c == '\n') {
             tl_strbuf_puts(o, "\\n");
-        else
-            tl_strbuf_putc(o, *s);
+        } else if (c >= 0x80) {
+            int l = tl_utf8_decode(s + i, n - i, NULL, TL_UTF8_STRICT);
+            if (l > 0) {
+                tl_strbuf_append(o, s + i, (size_t)l);
+                i += (size_t)l;
+                continue;
+            }
+            tl_strbuf_puts(o, "\xEF\xBF\xBD");
+        } else {
+            tl_strbuf_putc(o, (char)c);
+        }
+        i++;
     }
 }
 
