@@ -104,9 +104,17 @@ async function openChecks(b) {
   const apiBad = await decide(await b.evaluate(pageBody("context")));
   const msg = apiBad.data.detail && apiBad.data.detail[0] && apiBad.data.detail[0].msg;
   check(st2 === "error" && apiBad.status === 422, `a bad schema: state ${st2}, API status ${apiBad.status}`);
-  check(shown === "schema: " + msg && /\/properties\/amount\/minimum/.test(shown), `the page shows ${JSON.stringify(shown)}; the server said ${JSON.stringify(msg)}`);
+  check(shown === msg + " show in schema" && msg.startsWith("schema: ") && /\/properties\/amount\/minimum/.test(shown), `the page shows ${JSON.stringify(shown)}; the server said ${JSON.stringify(msg)}`);
   const path = await b.evaluate(`[...document.querySelectorAll("#error .path")].map((e) => e.textContent).join()`);
   check(path === "/properties/amount/minimum", `the JSON path is marked (${path})`);
+  const sel = await b.evaluate(`{ document.querySelector("#error .show-path").click(); const t = document.getElementById("schema");
+    t.value.slice(t.selectionStart, t.selectionEnd) + "@" + (document.activeElement === t); }`);
+  check(sel === '"minimum"@true', `"show in schema" selects the key at the path (${sel})`);
+  // a JSON syntax error: where it is
+  await b.evaluate(`document.getElementById("schema").value = '{"type": "object",\\n "properties": {,}}'`);
+  check(await runAndWait(b, "the broken JSON") === "error", "broken JSON is an error");
+  const syn = await b.evaluate(`document.getElementById("error").textContent`);
+  check(/line 2, column 17/.test(syn), `a JSON syntax error names its line and column: ${syn}`);
 
   // Compare: two contexts side by side, each the API's decision.
   await b.evaluate(`{ document.querySelector('[data-example="ticket"]').click();

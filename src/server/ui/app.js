@@ -211,19 +211,59 @@
   // path inside msg) or {"detail":{"message"}} / {"error":{"message"}}.
   function errorText(status, data) {
     const d = data && data.detail;
-    if (Array.isArray(d)) return d.map((x) => (x.loc ? x.loc.filter((p) => p !== "body").join(".") + ": " : "") + x.msg).join("\n");
+    if (Array.isArray(d)) return d.map((x) => {
+      const at = x.loc ? x.loc.filter((p) => p !== "body").join(".") : "";
+      return (at && !String(x.msg).startsWith(at + ":") ? at + ": " : "") + x.msg;
+    }).join("\n");
     if (d && d.message) return d.message;
     if (typeof d === "string") return d;
     if (data && data.error && data.error.message) return data.error.message;
     return "HTTP " + status;
   }
 
+  // Where a JSON path (/properties/a/minimum) is in the schema's text: the
+  // key of each segment searched for after the previous one's.
+  function findPath(path) {
+    const text = $("schema").value;
+    let at = 0, start = -1, end = -1;
+    for (const seg of path.split("/").filter(Boolean)) {
+      const key = JSON.stringify(seg.replace(/~1/g, "/").replace(/~0/g, "~")) + ":";
+      const i = text.indexOf(key, at) >= 0 ? text.indexOf(key, at) : text.indexOf(key.replace(":", " :"), at);
+      if (i < 0) { if (/^\d+$/.test(seg)) continue; break; }
+      start = i; end = i + key.length - 1; at = end;
+    }
+    return start >= 0 ? [start, end] : null;
+  }
+
   function showError(text) {
     const box = $("error");
     box.replaceChildren();
-    // a JSON path (/properties/x/...) shown in bold
-    for (const part of text.split(/(\/properties\/[^\s:]*)/)) box.append(part.startsWith("/properties/") ? el("span", { class: "path" }, part) : part);
+    // a JSON path (/properties/x/...) shown in bold; a button selects the first in the schema
+    let where = null;
+    for (const part of text.split(/(\/properties\/[^\s:]*)/)) {
+      if (!part.startsWith("/properties/")) { box.append(part); continue; }
+      box.append(el("span", { class: "path" }, part));
+      where = where || findPath(part);
+    }
+    if (where) box.append(" ", el("button", { type: "button", class: "ghost show-path", onclick: () => {
+      showTab(false);
+      const ta = $("schema");
+      ta.focus();
+      ta.setSelectionRange(where[0], where[1]);
+      const line = ta.value.slice(0, where[0]).split("\n").length - 1;
+      ta.scrollTop = Math.max(0, (line - 3) * parseFloat(getComputedStyle(ta).lineHeight));
+    } }, "show in schema"));
     box.hidden = false;
+    $("empty").hidden = true;
+    $("results").replaceChildren(); // no stale bars beside an error
+  }
+
+  // JSON.parse's message with the line and column of its position.
+  function syntaxText(e) {
+    const m = /position (\d+)/.exec(e.message);
+    if (!m) return e.message;
+    const before = $("schema").value.slice(0, Number(m[1])).split("\n");
+    return e.message + " (line " + before.length + ", column " + (before[before.length - 1].length + 1) + ")";
   }
 
   async function run() {
@@ -236,7 +276,7 @@
       if ($("compare").checked) ctxs.push($("context-b").value);
       bodies = ctxs.map(requestBody);
     } catch (e) {
-      showError("schema: the JSON does not parse: " + e.message);
+      showError("schema: the JSON does not parse: " + syntaxText(e));
       setState("error");
       return;
     }
