@@ -86,7 +86,7 @@ void metrics_on_step(void *ctx, const tl_shared_step *st) {
     observe(&m->forward_s, st->seconds);
 }
 
-void metrics_request(server_metrics *m, int endpoint, int status, double seconds) {
+void metrics_request(server_metrics *m, int endpoint, int status, double seconds, bool ran_model) {
     if (!m)
         return;
     size_t row = endpoint >= 0 && (size_t)endpoint < m->n_endpoints ? (size_t)endpoint : m->n_endpoints;
@@ -96,7 +96,8 @@ void metrics_request(server_metrics *m, int endpoint, int status, double seconds
         add(&m->aborted_cancelled, 1);
     else if (status == 504)
         add(&m->aborted_timeout, 1);
-    observe(&m->latency_s, seconds);
+    if (ran_model)
+        observe(&m->latency_s, seconds);
 }
 
 void metrics_first_token(server_metrics *m, double seconds) {
@@ -233,7 +234,8 @@ bool metrics_render(const server_metrics *m, const metrics_view *v, tl_strbuf *o
                          (unsigned long long)get(&m->decisions[k]));
     hist(o, "forward_pass_seconds", "Wall time of one batched forward pass.", &m->forward_s);
     hist(o, "time_to_first_token_seconds", "From a generation's start to its first output token.", &m->first_token_s);
-    hist(o, "e2e_request_latency_seconds", "From a request's first byte to its reply.", &m->latency_s);
+    hist(o, "e2e_request_latency_seconds", "From a request's first byte to its reply, of requests that ran the model.",
+         &m->latency_s);
     head(o, "model_info", "gauge", "The model served (value 1).");
     tl_strbuf_puts(o, "typellm:model_info{model=\"");
     label_value(o, v->model ? v->model : "");

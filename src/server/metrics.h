@@ -32,9 +32,11 @@ void metrics_free(server_metrics *m);
 /* tl_shared_params.on_step: tokens, forward-pass time, cache size. */
 void metrics_on_step(void *ctx, const tl_shared_step *step);
 /* A request answered: endpoint (route index, or -1 for an unknown path),
- * status, seconds from its first byte to its reply. 499 / 504 also count
- * as aborted (cancelled / timed out). */
-void metrics_request(server_metrics *m, int endpoint, int status, double seconds);
+ * status, seconds from its first byte to its reply, and whether it ran the
+ * model (only those enter the latency histogram, so scrapes and health
+ * checks do not dilute it). 499 / 504 also count as aborted (cancelled /
+ * timed out). */
+void metrics_request(server_metrics *m, int endpoint, int status, double seconds, bool ran_model);
 /* A generation's first output token, seconds after its generation started. */
 void metrics_first_token(server_metrics *m, double seconds);
 /* n tokens generated. */

@@ -504,7 +504,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     tl_server_handle(s, &req, &reply);
     server_usage_begin(NULL);
     double dt = tl_now_s() - cs->t0;
-    metrics_request(s->metrics, server_route_index(url), reply.status, dt);
+    metrics_request(s->metrics, server_route_index(url), reply.status, dt, line.usage.prompt_tokens > 0);
     line.status = reply.status;
     line.bytes_out = reply.body.len;
     line.ms = dt * 1e3;

@@ -170,6 +170,8 @@ hist = query("typellm:forward_pass_seconds_count")
 check(hist and list(hist.values())[0] > 0, f"forward passes timed ({hist})")
 ttft = query("typellm:time_to_first_token_seconds_count")
 check(ttft and list(ttft.values())[0] == 2, f"two first tokens timed ({ttft})")
+lat = query("typellm:e2e_request_latency_seconds_count")
+check(lat and list(lat.values())[0] == len(work) + 3, f"the latency histogram holds the requests that ran the model, not the scrapes ({lat})")
 cache = query("typellm:prefix_cache_bytes")
 check(cache and list(cache.values())[0] > 0, f"the prefix cache's size is reported ({cache})")
 

@@ -22,13 +22,13 @@ static bool has_line(const char *text, const char *line) {
 int main(void) {
     server_metrics *m = metrics_new(2);
     CHECK(m != NULL);
-    metrics_request(m, 0, 200, 0.002);
-    metrics_request(m, 0, 200, 0.3);
-    metrics_request(m, 0, 422, 0.001);
-    metrics_request(m, -1, 404, 0.0001);
-    metrics_request(m, 0, 504, 2.0);
-    metrics_request(m, 0, 499, 0.5);
-    metrics_request(m, 1, 1000, 0.0); /* an impossible status counts as 500 */
+    metrics_request(m, 0, 200, 0.002, true);
+    metrics_request(m, 0, 200, 0.3, true);
+    metrics_request(m, 0, 422, 0.001, false);
+    metrics_request(m, -1, 404, 0.0001, false);
+    metrics_request(m, 0, 504, 2.0, true);
+    metrics_request(m, 0, 499, 0.5, true);
+    metrics_request(m, 1, 1000, 0.0, false); /* an impossible status counts as 500 */
     tl_shared_step st = {.jobs = 2, .seqs = 3, .seconds = 0.004, .ok = true,
                          .usage = {.prompt_tokens = 100, .cached_tokens = 60, .computed_tokens = 40},
                          .cache_bytes = 1000, .cache_budget = 4000};
@@ -79,8 +79,10 @@ int main(void) {
     CHECK(has_line(t, "typellm:forward_pass_seconds_bucket{le=\"+Inf\"} 2"));
     CHECK(has_line(t, "typellm:forward_pass_seconds_count 2"));
     CHECK(has_line(t, "typellm:forward_pass_seconds_sum 70.004000000"));
-    CHECK(has_line(t, "typellm:e2e_request_latency_seconds_bucket{le=\"0.001\"} 3"));
-    CHECK(has_line(t, "typellm:e2e_request_latency_seconds_count 7"));
+    /* latency: only the four requests that ran the model */
+    CHECK(has_line(t, "typellm:e2e_request_latency_seconds_bucket{le=\"0.001\"} 0"));
+    CHECK(has_line(t, "typellm:e2e_request_latency_seconds_bucket{le=\"0.0025\"} 1"));
+    CHECK(has_line(t, "typellm:e2e_request_latency_seconds_count 4"));
     CHECK(has_line(t, "typellm:time_to_first_token_seconds_bucket{le=\"0.025\"} 1"));
     CHECK(has_line(t, "typellm:model_info{model=\"qu\\\"o\\nte\\\\\xEF\xBF\xBD\"} 1"));
     CHECK(t[o.len - 1] == '\n');
