@@ -47,6 +47,11 @@ export async function launch(width = 1400, height = 1000) {
   await page("Page.enable");
   await page("Runtime.enable");
   await page("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: false });
+  // Every page records its script errors and content-security-policy violations in window.__problems.
+  await page("Page.addScriptToEvaluateOnNewDocument", { source: `window.__problems = [];
+    addEventListener("error", (e) => __problems.push("error: " + e.message));
+    addEventListener("unhandledrejection", (e) => __problems.push("unhandled rejection: " + e.reason));
+    document.addEventListener("securitypolicyviolation", (e) => __problems.push("CSP: " + e.violatedDirective + " " + e.blockedURI));` });
 
   // Evaluates expr in the page (awaiting a promise); throws the page's exception.
   async function evaluate(expr) {

@@ -141,6 +141,13 @@ async function openChecks(b) {
   await checkBars(b, 0, r4.data, "form schema");
 }
 
+async function unknownExample(b) {
+  await b.navigate(base + "/?example=no_such_thing&run=1");
+  const st = await b.waitFor(`["done", "error"].includes(document.body.dataset.state) && document.body.dataset.state`, "an unknown example");
+  const msg = await b.evaluate(`document.getElementById("error").textContent`);
+  check(st === "error" && /no example named "no_such_thing".*receipt/.test(msg), `an unknown example is named (${st}: ${msg})`);
+}
+
 async function keyChecks(b, key) {
   await b.navigate(base + "/?example=receipt&run=1");
   await b.waitFor(`document.getElementById("key-dialog").open`, "the key dialog");
@@ -162,9 +169,16 @@ async function keyChecks(b, key) {
 
 const b = await launch();
 try {
-  if (mode === "open") await openChecks(b);
+  if (mode === "open") {
+    await openChecks(b);
+    const problems = await b.evaluate("window.__problems");
+    check(problems.length === 0, `the playground reported no script error or CSP violation: ${JSON.stringify(problems)}`);
+    await unknownExample(b);
+  }
   else if (mode === "key") await keyChecks(b, arg);
   else throw new Error("usage: ui_check.mjs open|key PORT [ARG]");
+  const problems = await b.evaluate("window.__problems");
+  check(problems.length === 0, `the page reported no script error or CSP violation: ${JSON.stringify(problems)}`);
 } catch (e) {
   failures++;
   console.error("FAIL: " + (e.stack || e));

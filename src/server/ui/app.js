@@ -427,7 +427,13 @@
     await loadExamples();
     const q = new URLSearchParams(location.search);
     const name = q.get("example");
-    if (!(name && useExample(name)) && examples.length) useExample(examples[0].name);
+    const found = name ? useExample(name) : false;
+    if (!found && examples.length) useExample(examples[0].name);
+    if (name && !found) {
+      showError(`no example named "${name}" in this server (it has: ${examples.map((e) => e.name).join(", ") || "none"})`);
+      setState("error");
+      return;
+    }
     const models = await api("/v1/models");
     if (models.status === 200 && models.data && models.data.data && models.data.data[0])
       $("model").textContent = "model: " + models.data.data[0].id;
