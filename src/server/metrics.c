@@ -8,14 +8,18 @@
 #include "server/metrics.h"
 #include "util/json_text.h"
 
-/* Histogram buckets (seconds), shared by every histogram: forward passes
- * of a 0.5B model on a laptop take milliseconds, long prompts seconds. */
-static const double BUCKETS_S[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-#define N_BUCKETS (sizeof BUCKETS_S / sizeof BUCKETS_S[0])
+/* Histogram buckets. Times (seconds): forward passes of a 0.5B model on a
+ * laptop take milliseconds, long prompts seconds. Sizes: sequences per
+ * forward pass, up to the backend's cap of 256. Both have 15 bounds. */
+#define N_BUCKETS 15
+static const double BUCKETS_S[N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+static const double BUCKETS_SEQS[N_BUCKETS] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256};
 
 typedef struct histogram {
+    const double *bounds;               /* N_BUCKETS upper bounds */
+    double unit;                        /* sum_units per observed unit (1e9: ns of seconds) */
     _Atomic uint64_t le[N_BUCKETS + 1]; /* per bucket (not cumulative); [N_BUCKETS]: above the last */
-    _Atomic uint64_t sum_ns;
+    _Atomic uint64_t sum_units;
 } histogram;
 
 /* HTTP statuses are 100..599: one counter each per endpoint. */
@@ -33,7 +37,7 @@ struct server_metrics {
     _Atomic uint64_t steps, step_seqs, step_errors;
     _Atomic uint64_t cache_bytes, cache_budget; /* as of the last step */
     _Atomic uint64_t decisions[KIND_N];
-    histogram forward_s, first_token_s, latency_s;
+    histogram forward_s, first_token_s, latency_s, step_seqs_h;
 };
 
 server_metrics *metrics_new(size_t n_endpoints) {
@@ -41,6 +45,13 @@ server_metrics *metrics_new(size_t n_endpoints) {
     if (!m)
         return NULL;
     m->n_endpoints = n_endpoints;
+    histogram *times[] = {&m->forward_s, &m->first_token_s, &m->latency_s};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        times[i]->bounds = BUCKETS_S;
+        times[i]->unit = 1e9;
+    }
+    m->step_seqs_h.bounds = BUCKETS_SEQS;
+    m->step_seqs_h.unit = 1;
     m->requests = calloc((n_endpoints + 1) * STATUS_N, sizeof *m->requests);
     if (!m->requests) {
         free(m);
@@ -62,12 +73,12 @@ static uint64_t get(const _Atomic uint64_t *c) {
 }
 static uint64_t nonneg(int64_t x) { return x > 0 ? (uint64_t)x : 0; }
 
-static void observe(histogram *h, double s) {
+static void observe(histogram *h, double x) {
     size_t b = 0;
-    while (b < N_BUCKETS && s > BUCKETS_S[b])
+    while (b < N_BUCKETS && x > h->bounds[b])
         b++;
     add(&h->le[b], 1);
-    add(&h->sum_ns, s > 0 ? (uint64_t)(s * 1e9) : 0);
+    add(&h->sum_units, x > 0 ? (uint64_t)(x * h->unit + 0.5) : 0);
 }
 
 void metrics_on_step(void *ctx, const tl_shared_step *st) {
@@ -84,6 +95,7 @@ void metrics_on_step(void *ctx, const tl_shared_step *st) {
     atomic_store_explicit(&m->cache_bytes, st->cache_bytes, memory_order_relaxed);
     atomic_store_explicit(&m->cache_budget, st->cache_budget, memory_order_relaxed);
     observe(&m->forward_s, st->seconds);
+    observe(&m->step_seqs_h, (double)st->seqs);
 }
 
 void metrics_request(server_metrics *m, int endpoint, int status, double seconds, bool ran_model) {
@@ -157,12 +169,12 @@ static void hist(tl_strbuf *o, const char *name, const char *help, const histogr
     for (size_t b = 0; b <= N_BUCKETS; b++) {
         cum += get(&h->le[b]);
         if (b < N_BUCKETS)
-            tl_strbuf_printf(o, "typellm:%s_bucket{le=\"%g\"} %llu\n", name, BUCKETS_S[b], (unsigned long long)cum);
+            tl_strbuf_printf(o, "typellm:%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[b], (unsigned long long)cum);
         else
             tl_strbuf_printf(o, "typellm:%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
     }
-    tl_strbuf_printf(o, "typellm:%s_sum %.9f\ntypellm:%s_count %llu\n", name, (double)get(&h->sum_ns) / 1e9, name,
-                     (unsigned long long)cum);
+    tl_strbuf_printf(o, "typellm:%s_sum %.9f\ntypellm:%s_count %llu\n", name, (double)get(&h->sum_units) / h->unit,
+                     name, (unsigned long long)cum);
 }
 
 /* A label value: backslash, quote and newline escaped, as the format asks,
@@ -233,6 +245,7 @@ bool metrics_render(const server_metrics *m, const metrics_view *v, tl_strbuf *o
         tl_strbuf_printf(o, "typellm:decisions_total{kind=\"%s\"} %llu\n", KIND_NAMES[k],
                          (unsigned long long)get(&m->decisions[k]));
     hist(o, "forward_pass_seconds", "Wall time of one batched forward pass.", &m->forward_s);
+    hist(o, "forward_pass_batch_size", "Sequences evaluated in one batched forward pass.", &m->step_seqs_h);
     hist(o, "time_to_first_token_seconds", "From a generation's start to its first output token.", &m->first_token_s);
     hist(o, "e2e_request_latency_seconds", "From a request's first byte to its reply, of requests that ran the model.",
          &m->latency_s);

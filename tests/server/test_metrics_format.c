@@ -79,6 +79,9 @@ int main(void) {
     CHECK(has_line(t, "typellm:forward_pass_seconds_bucket{le=\"+Inf\"} 2"));
     CHECK(has_line(t, "typellm:forward_pass_seconds_count 2"));
     CHECK(has_line(t, "typellm:forward_pass_seconds_sum 70.004000000"));
+    CHECK(has_line(t, "typellm:forward_pass_batch_size_bucket{le=\"2\"} 0"));
+    CHECK(has_line(t, "typellm:forward_pass_batch_size_bucket{le=\"3\"} 2"));
+    CHECK(has_line(t, "typellm:forward_pass_batch_size_sum 6.000000000"));
     /* latency: only the four requests that ran the model */
     CHECK(has_line(t, "typellm:e2e_request_latency_seconds_bucket{le=\"0.001\"} 0"));
     CHECK(has_line(t, "typellm:e2e_request_latency_seconds_bucket{le=\"0.0025\"} 1"));
