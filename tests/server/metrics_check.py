@@ -47,20 +47,25 @@ def query(expr):
             float(s["value"][1]) for s in d["data"]["result"]}
 
 
-def scrape_count():
-    v = query('typellm:requests_total{endpoint="/metrics",status="200"}')
-    return max(v.values()) if v else 0
+def last_scrape():
+    """The time (s) of Prometheus' latest scrape of the server, or 0 (none yet or not up)."""
+    # timestamp() of a plain selector: the sample's own time (an instant query's
+    # [t, v], or timestamp() of an expression, carries the evaluation time)
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": 'timestamp(up{job="typellm"})'})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        res = json.loads(r.read())["data"]["result"]
+    return float(res[0]["value"][1]) if res and list(query('up{job="typellm"}').values()) == [1.0] else 0
 
 
 def wait_for_scrape(after):
-    """Waits until Prometheus holds a scrape taken after `after` scrapes."""
+    """Waits until Prometheus holds a scrape that started after time `after`
+    (this machine's clock, Prometheus' too), so it saw everything done before."""
     t0 = time.time()
     while time.time() - t0 < 30:
         try:
-            n = scrape_count()
-            up = query("up")
-            if n > after and all(v == 1 for v in up.values()) and up:
-                return n
+            ts = last_scrape()
+            if ts > after:
+                return ts
         except (urllib.error.URLError, ConnectionError):
             pass
         time.sleep(0.2)
@@ -113,7 +118,7 @@ for body in work:
 check(usage["cached"] > 0 and usage["computed"] > 0, f"the workload both computes and reuses tokens: {usage}")
 # A scrape between the decisions and the generations: the token counters'
 # step of the decisions alone is the sum of their replies' usage.
-n_mid = wait_for_scrape(n0 + 1)
+n_mid = wait_for_scrape(time.time())
 mid = snapshot()
 generated = 0
 for text in ["Once upon a time", "The quick brown fox"]:
@@ -125,7 +130,7 @@ check(st == 422, f"a bad schema is 422 ({st})")
 st, _ = post("/no/such/path", {})
 check(st == 404, f"an unknown path is 404 ({st})")
 
-n1 = wait_for_scrape(n_mid + 1)
+n1 = wait_for_scrape(time.time())
 after = snapshot()
 
 
@@ -195,4 +200,4 @@ check(any(l["endpoint"] == "/no/such/path" and l["status"] == 404 for l in lines
 
 if failures:
     sys.exit(f"metrics_check: {failures} failure(s)")
-print(f"metrics_check: ok ({len(expect)} counters moved exactly; scrapes {n0} -> {n1})")
+print(f"metrics_check: ok ({len(expect) + len(tokens)} counters moved exactly; scrapes at {n0:.3f}, {n_mid:.3f}, {n1:.3f})")
