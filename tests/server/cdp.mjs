@@ -51,7 +51,10 @@ export async function launch(width = 1400, height = 1000) {
   await page("Page.addScriptToEvaluateOnNewDocument", { source: `window.__problems = [];
     addEventListener("error", (e) => __problems.push("error: " + e.message));
     addEventListener("unhandledrejection", (e) => __problems.push("unhandled rejection: " + e.reason));
-    document.addEventListener("securitypolicyviolation", (e) => __problems.push("CSP: " + e.violatedDirective + " " + e.blockedURI));` });
+    document.addEventListener("securitypolicyviolation", (e) => __problems.push("CSP: " + e.violatedDirective + " " + e.blockedURI));
+    window.__layoutShift = 0;
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) if (!e.hadRecentInput) __layoutShift += e.value; })
+      .observe({ type: "layout-shift", buffered: true });` });
 
   // Evaluates expr in the page (awaiting a promise); throws the page's exception.
   async function evaluate(expr) {

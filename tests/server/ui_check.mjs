@@ -63,6 +63,14 @@ async function openChecks(b) {
   check(st === "done", `?example=receipt&run=1 ended in state ${st}: ${await b.evaluate(`document.getElementById("error").textContent`)}`);
   const body = await b.evaluate(pageBody("context"));
   check(body.schema.title === "Expense report" && /Hilton/.test(body.context), "the receipt example is loaded");
+  // no layout shift while the page loads and draws the decision (CLS under 0.1, "good")
+  const cls = await b.evaluate("window.__layoutShift");
+  check(cls < 0.1, `cumulative layout shift ${cls}`);
+  console.log(`layout shift while loading and deciding: ${cls}`);
+  // every control has an accessible name (a label, or aria-label)
+  const unlabelled = await b.evaluate(`[...document.querySelectorAll("input, select, textarea, button")]
+    .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim()).map((e) => e.outerHTML.slice(0, 80))`);
+  check(unlabelled.length === 0, `controls without a name: ${JSON.stringify(unlabelled)}`);
   const api = await decide(body);
   check(api.status === 200, `the API answers the page's request (${api.status})`);
   await checkBars(b, 0, api.data, "receipt");
@@ -135,6 +143,9 @@ async function openChecks(b) {
     const s = JSON.parse(document.getElementById("schema").value);
     return {n, fields: Object.keys(s.properties), kind: s.properties.field5 && s.properties.field5.type}; })()`);
   check(form.n === 4 && form.fields.length === 5 && form.kind === "boolean", `form mode: ${JSON.stringify(form)}`);
+  const unnamed = await b.evaluate(`[...document.querySelectorAll("#form-fields input, #form-fields select, #form-fields button")]
+    .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label")).length`);
+  check(unnamed === 0, `${unnamed} form-mode controls without a name`);
   const st4 = await runAndWait(b, "the form's schema");
   check(st4 === "done", `the form's schema decides (${st4})`);
   const r4 = await decide(await b.evaluate(pageBody("context")));
