@@ -189,6 +189,14 @@
   }
   $("tab-json").addEventListener("click", () => showTab(false));
   $("tab-form").addEventListener("click", () => showTab(true));
+  // the tabs pattern's keys: arrows move between the two tabs
+  for (const [id, other, form] of [["tab-json", "tab-form", true], ["tab-form", "tab-json", false]])
+    $(id).addEventListener("keydown", (ev) => {
+      if (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight") return;
+      ev.preventDefault();
+      showTab(form);
+      $(other).focus();
+    });
   $("add-field").addEventListener("click", () => {
     if (!formFields) return;
     formFields.push({ name: "field" + (formFields.length + 1), kind: "boolean", question: "", values: "", minimum: "", maximum: "", rest: {} });
