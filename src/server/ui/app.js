@@ -442,9 +442,13 @@
       setState("error");
       return;
     }
-    const models = await api("/v1/models");
-    if (models.status === 200 && models.data && models.data.data && models.data.data[0])
-      $("model").textContent = "model: " + models.data.data[0].id;
+    try {
+      const models = await api("/v1/models");
+      if (models.status === 200 && models.data && models.data.data && models.data.data[0])
+        $("model").textContent = "model: " + models.data.data[0].id;
+    } catch (e) {
+      $("model").textContent = "model: (the server did not answer: " + e.message + ")";
+    }
     if (q.get("run") === "1") run();
   }
   start();
