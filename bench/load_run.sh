@@ -8,7 +8,10 @@
 # THREADS (engine threads, default 2); SCRIPT (default bench/load_mixed.lua;
 # bench/load_openai.lua mixes /v1/decisions, /v1/chat/completions and
 # /v1/systemone) and CLIENTS (default "1 8 32"; the last count runs SECONDS).
-# The server's RSS is printed before and after. Run it alone: it uses the cores.
+# The server's RSS is printed before and after. While the last count runs, a
+# scraper reads GET /metrics every 0.2 s over one keep-alive connection (as
+# Prometheus does): its median, p90 and max are printed, and a median of 1 ms
+# or more fails the run. Run it alone: it uses the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -34,10 +37,34 @@ fail=0
 for c in $clients; do
   d=$([ "$c" = "$last" ] && echo "$secs" || echo "$short")
   t=$(( c < 4 ? c : 4 ))
+  if [ "$c" = "$last" ]; then # /metrics while the heaviest load runs
+    python3 - "$port" "$d" >"$out/metrics_times" <<'PY' &
+import http.client, sys, time
+time.sleep(1)
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+end = time.time() + float(sys.argv[2]) - 2
+t = []
+while time.time() < end:
+    t0 = time.perf_counter()
+    c.request("GET", "/metrics")
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+    t.append((time.perf_counter() - t0) * 1e3)
+    time.sleep(0.2)
+t.sort()
+print(f"n={len(t)} median_ms={t[len(t) // 2]:.3f} p90_ms={t[int(len(t) * 0.9)]:.3f} max_ms={t[-1]:.3f}")
+PY
+    mpid=$!
+  fi
   line=$(wrk -t"$t" -c"$c" -d"${d}s" --timeout 30s -s "$script" "$url" -- "$model_id" | grep '^LOAD')
   echo "clients=$c seconds=$d $line"
   echo "$line" | grep -q 'non200=0 socket_errors=0 timeouts=0' || fail=1
 done
+wait "$mpid" || { echo "the /metrics scraper failed"; fail=1; }
+mline=$(cat "$out/metrics_times")
+echo "GET /metrics under $last clients: $mline"
+echo "$mline" | awk '{split($2, m, "="); exit !(m[2] < 1)}' || { echo "/metrics median is 1 ms or more"; fail=1; }
 kill -0 "$pid" || { echo "server crashed"; cat "$out/serve.err"; exit 1; }
 echo "server RSS after: $(rss)"
 kill -TERM "$pid"; wait "$pid" || { echo "server did not shut down cleanly"; exit 1; }

@@ -5,7 +5,9 @@
 #                             including the Python package it runs)
 #   scripts/setup.sh --test   also what the test suite needs: clang (fuzzing), SIMDe (the
 #                             AVX-512 kernels emulated where the CPU lacks them), numpy,
-#                             jsonschema, pytest and jinja2 (test_jinja2_slow), curl, Node.js/npm (SDK tests); scripts/test.sh
+#                             jsonschema, pytest and jinja2 (test_jinja2_slow), curl, Node.js/npm (SDK tests),
+#                             chromium (the playground's browser test) and prometheus (promtool and a
+#                             scraping server: test_metrics); scripts/test.sh
 #                             passes it
 #   scripts/setup.sh --bench  also the load-test tools of bench/ (wrk, valgrind)
 set -euo pipefail
@@ -16,7 +18,7 @@ PKGS=(build-essential cmake pkg-config
       python3 python3-pip python3-setuptools python3-wheel python3-pydantic)
 for arg in "$@"; do
   case "$arg" in
-    --test) PKGS+=(clang libclang-rt-14-dev libsimde-dev python3-numpy python3-jsonschema python3-pytest python3-jinja2 curl nodejs npm) ;;
+    --test) PKGS+=(clang libclang-rt-14-dev libsimde-dev python3-numpy python3-jsonschema python3-pytest python3-jinja2 curl nodejs npm chromium prometheus) ;;
     --bench) PKGS+=(wrk valgrind curl) ;;
     *) echo "setup: unknown option '$arg' (use --test or --bench)" >&2; exit 2 ;;
   esac

@@ -65,6 +65,8 @@ typedef struct tl_shared_step {
     double seconds;        /* wall time of the step */
     tl_usage usage;        /* the step's tokens (cached / computed) */
     bool ok;               /* the engine reported no error */
+    size_t cache_bytes;    /* the prefix cache's bytes after the step (tl_session_cache_bytes) */
+    size_t cache_budget;   /* and its budget (tl_session_cache_budget) */
 } tl_shared_step;
 typedef struct tl_shared_params {
     tl_session_params session; /* the one session: threads, cache budget, context */

@@ -53,6 +53,9 @@ typedef struct tl_server_params {
      * model's. Checked by tl_server_new; must outlive the server. */
     const char *chat_template;
     const char *chat_template_jinja;
+    bool no_ui;               /* no playground page at GET / (404) */
+    bool metrics_public;      /* GET /metrics without the API key */
+    bool log_json;            /* request log lines as JSON objects instead of text */
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

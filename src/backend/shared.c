@@ -213,6 +213,8 @@ static void *scheduler_main(void *arg) {
                 tl_usage_add(&st.usage, &group[i]->usage);
                 st.ok = st.ok && group[i]->status == TL_OK;
             }
+            st.cache_bytes = tl_session_cache_bytes(s->session);
+            st.cache_budget = tl_session_cache_budget(s->session);
             s->on_step(s->on_step_ctx, &st);
         }
 

@@ -41,6 +41,7 @@ int tl_cmd_serve(int argc, char **argv) {
     long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
          timeout = 0;
     bool quiet = false, no_mmap = false;
+    const char *log_format = "text";
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
@@ -73,6 +74,10 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a file"},
         {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
         TL_OPT_NO_MMAP(&no_mmap),
+        {0, "no-ui", TL_OPT_FLAG, &p.no_ui, .help = "no playground page at GET / (404)"},
+        {0, "metrics-public", TL_OPT_FLAG, &p.metrics_public, .help = "GET /metrics without the API key"},
+        {0, "log-format", TL_OPT_STR, &log_format, .metavar = "text|json",
+         .help = "request log lines: text (default) or one JSON object each"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -89,6 +94,9 @@ int tl_cmd_serve(int argc, char **argv) {
     p.max_queue = (int)max_queue;
     p.request_timeout_s = (double)timeout;
     p.log = quiet ? NULL : stderr;
+    if (strcmp(log_format, "text") && strcmp(log_format, "json"))
+        return tl_opt_fail(&cmd, "--log-format: '%s' is not text or json", log_format);
+    p.log_json = !strcmp(log_format, "json");
     if (p.host && !strcmp(p.host, "localhost"))
         p.host = "127.0.0.1";
     char *key_buf = NULL;

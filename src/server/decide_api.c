@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/metrics.h"
 #include "server/server_internal.h"
 #include "typellm/common.h"
 
@@ -112,6 +113,14 @@ bool decide_request_parse(const char *body, size_t len, decide_request *out, par
         }
         out->threshold = x;
     }
+    const json_t *tr = json_object_get(root, "trace");
+    if (tr && !json_is_null(tr)) {
+        if (!json_is_boolean(tr)) {
+            fail(f, "trace", "bool_type", "trace must be true or false");
+            goto bad;
+        }
+        out->trace = json_is_true(tr);
+    }
     return true;
 bad:
     decide_request_free(out);
@@ -156,11 +165,44 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
     char *text = st ? NULL : tl_decision_to_json(d, 0);
     if (!st && !(text && (*result = json_loads(text, 0, NULL))))
         st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    if (!st) {
+        const json_t *u = json_object_get(*result, "usage");
+        tl_usage du = {.prompt_tokens = json_integer_value(json_object_get(u, "prompt_tokens")),
+                       .cached_tokens = json_integer_value(json_object_get(u, "cached_tokens")),
+                       .computed_tokens = json_integer_value(json_object_get(u, "computed_tokens")),
+                       .forward_passes = json_integer_value(json_object_get(u, "forward_passes"))};
+        server_usage_note(&du);
+        metrics_decided(s->metrics, schema);
+    }
     tl_free(text);
     tl_decision_free(d);
     tl_backend_free(b);
     tl_schema_free(ts);
     return st;
+}
+
+/* With "trace": every field's trace gets "pieces", the text of each token
+ * id it scored (special tokens as their text), so a reader (the playground)
+ * can show the prompt token by token. */
+static void add_trace_pieces(tl_server *s, json_t *result) {
+    const char *k;
+    json_t *f;
+    char buf[512];
+    json_object_foreach(json_object_get(result, "fields"), k, f) {
+        json_t *tr = json_object_get(f, "trace");
+        const json_t *ids = json_object_get(tr, "ids");
+        if (!json_is_array(ids))
+            continue;
+        json_t *pieces = json_array();
+        size_t i;
+        const json_t *id;
+        json_array_foreach(ids, i, id) {
+            json_int_t t = json_integer_value(id);
+            size_t n = t >= 0 && t < s->n_vocab ? tl_vocab_token_bytes(s->vocab, (int32_t)t, true, buf, sizeof buf) : 0;
+            json_array_append_new(pieces, json_string_lossy(buf, n < sizeof buf ? n : sizeof buf));
+        }
+        json_object_set_new(tr, "pieces", pieces);
+    }
 }
 
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -190,9 +232,12 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     opts.temperature = dr.temperature;
     opts.seed = dr.seed;
     opts.threshold = dr.threshold;
+    opts.trace = dr.trace;
     json_t *result = NULL;
     st = server_decide(s, req, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
     tl_server_slot_release(s);
+    if (st == TL_OK && dr.trace)
+        add_trace_pieces(s, result);
     if (st == TL_OK) {
         reply_json(r, 200, result);
     } else {

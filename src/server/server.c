@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/metrics.h"
 #include "server/server_internal.h"
 #include "typellm/common.h"
 #include "typellm/template.h"
@@ -79,9 +80,12 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     pthread_cond_init(&s->streams_cv, NULL);
     s->started_s = tl_now_s();
     s->started_wall = time(NULL);
+    s->metrics = metrics_new(server_n_routes());
     tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
-                           .max_batch_seqs = 0 /* the backend default */};
-    tl_status st = tl_backend_shared_new(m, &sp, &s->shared, err);
+                           .max_batch_seqs = 0 /* the backend default */,
+                           .on_step = metrics_on_step, .on_step_ctx = s->metrics};
+    tl_status st = s->metrics ? tl_backend_shared_new(m, &sp, &s->shared, err)
+                              : tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
     if (st != TL_OK) {
         tl_server_free(s);
         return st;
@@ -96,6 +100,7 @@ void tl_server_free(tl_server *s) {
     tl_server_stop(s);
     conn_guard_free(s->guard);
     tl_backend_free(s->shared);
+    metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->streams_cv);
     free(s->host);
@@ -152,9 +157,12 @@ sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
 tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
     tl_backend *c = NULL;
     tl_status st = tl_backend_shared_client(s->shared, w, &c, err);
+    tl_usage u = {0};
     if (!st)
-        st = tl_backend_eval(c, seqs, k, usage, err);
+        st = tl_backend_eval(c, seqs, k, &u, err);
     tl_backend_free(c);
+    server_usage_note(&u);
+    tl_usage_add(usage, &u);
     return st;
 }
 
@@ -162,9 +170,12 @@ tl_status server_eval_last(tl_server *s, const sched_wait *w, const int32_t *ids
                            float *logits, tl_usage *usage, tl_error *err) {
     tl_backend *c = NULL;
     tl_status st = tl_backend_shared_client(s->shared, w, &c, err);
+    tl_usage u = {0};
     if (!st)
-        st = tl_backend_eval_last(c, ids, n, k_last, logits, usage, err);
+        st = tl_backend_eval_last(c, ids, n, k_last, logits, &u, err);
     tl_backend_free(c);
+    server_usage_note(&u);
+    tl_usage_add(usage, &u);
     return st;
 }
 
@@ -243,7 +254,30 @@ static const route routes[] = {
     {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI},
     {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI},
     {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI},
+    {"GET", "/", handle_ui_page, DIALECT_SGLANG},
+    {"GET", "/ui/app.js", handle_ui_script, DIALECT_SGLANG},
+    {"GET", "/ui/style.css", handle_ui_style, DIALECT_SGLANG},
+    {"GET", "/ui/examples.json", handle_ui_examples, DIALECT_SGLANG},
+    {"GET", "/metrics", handle_metrics, DIALECT_SGLANG},
 };
+
+size_t server_n_routes(void) { return sizeof routes / sizeof routes[0]; }
+
+const char *server_route_path(size_t i) { return i < server_n_routes() ? routes[i].path : "other"; }
+
+int server_route_index(const char *path) {
+    for (size_t i = 0; path && i < server_n_routes(); i++)
+        if (!strcmp(routes[i].path, path))
+            return (int)i;
+    return -1;
+}
+
+/* Routes answered without the API key: /health, the playground (which asks
+ * for the key itself) and, with --metrics-public, /metrics. */
+static bool route_is_public(const tl_server *s, const char *path) {
+    return !strcmp(path, "/health") || !strcmp(path, "/") || !strncmp(path, "/ui/", 4) ||
+           (s->p.metrics_public && !strcmp(path, "/metrics"));
+}
 
 /* Auth failures and oversize bodies, in the route's dialect. */
 static void reply_auth_error(tl_http_reply *r, route_dialect d, bool missing) {
@@ -294,7 +328,7 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             reply_sglang_error(r, code, "%s %s: %s", method, path, code == 404 ? "no such endpoint" : "method not allowed");
         return;
     }
-    if (s->api_key && strcmp(path, "/health")) {
+    if (s->api_key && !route_is_public(s, path)) {
         const char *auth = req->authorization;
         if (!auth || !*auth) {
             reply_auth_error(r, rt->dialect, true);
@@ -386,17 +420,16 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, tl_http_reply *r) {
     return ret;
 }
 
-static void log_request(tl_server *s, const char *method, const char *url, int status, size_t in, size_t out,
-                        double ms) {
+/* One line per request (metrics.h's format), written with one fwrite so
+ * lines of concurrent requests never interleave. */
+static void log_request(tl_server *s, const request_log_line *l) {
     if (!s->p.log)
         return;
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char ts[32];
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(s->p.log, "%s %s %s %d in=%zu out=%zu %.1fms\n", ts, method, url, status, in, out, ms);
+    tl_strbuf line = TL_STRBUF_INIT;
+    request_log_format(&line, l, s->p.log_json);
+    fwrite(line.buf, 1, line.len, s->p.log);
     fflush(s->p.log);
+    tl_strbuf_free(&line);
 }
 
 static conn_entry *guard_entry(struct MHD_Connection *c) {
@@ -465,9 +498,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         .allow_stream = true,
     };
     tl_http_reply reply = {.status = 500, .stream_fd = -1, .content_type = "application/json", .body = TL_STRBUF_INIT};
+    request_log_line line = {.id = __atomic_add_fetch(&s->next_log_id, 1, __ATOMIC_RELAXED), .method = method,
+                             .endpoint = url, .bytes_in = cs->body.len};
+    server_usage_begin(&line.usage);
     tl_server_handle(s, &req, &reply);
-    size_t out_len = reply.body.len;
-    log_request(s, method, url, reply.status, cs->body.len, out_len, (tl_now_s() - cs->t0) * 1e3);
+    server_usage_begin(NULL);
+    double dt = tl_now_s() - cs->t0;
+    metrics_request(s->metrics, server_route_index(url), reply.status, dt, line.usage.prompt_tokens > 0);
+    line.status = reply.status;
+    line.bytes_out = reply.body.len;
+    line.ms = dt * 1e3;
+    log_request(s, &line);
     enum MHD_Result ret = send_reply(c, &reply);
     tl_http_reply_free(&reply);
     return ret;

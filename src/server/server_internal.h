@@ -67,6 +67,8 @@ struct tl_server {
     bool draining;              /* SIGTERM: finishing running requests, refusing new ones with 503 */
     int requests_open;          /* HTTP requests between their first byte handled and their reply sent */
     size_t max_token_bytes;     /* longest token's text (bytes): token-count lower bounds */
+    struct server_metrics *metrics; /* GET /metrics (metrics.h); fed by every request and step */
+    uint64_t next_log_id;       /* the request log's ids (atomic increments) */
 };
 
 /* Takes / releases a model slot; false when max_queue are already in flight (-> 429). */
@@ -295,6 +297,7 @@ typedef struct decide_request {
     double temperature;
     uint64_t seed;
     double threshold;
+    bool trace;              /* "trace": true: decide's --trace, and each token's text ("pieces") */
 } decide_request;
 bool decide_request_parse(const char *body, size_t len, decide_request *out, parse_failure *fail);
 void decide_request_free(decide_request *r);
@@ -328,6 +331,16 @@ void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 void handle_chat_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* ui.c: the playground (GET /, /ui/app.js, /ui/style.css, /ui/examples.json) and GET /metrics. */
+void handle_ui_page(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_ui_script(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_ui_style(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_ui_examples(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+void handle_metrics(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* The route table's paths (metrics' endpoint labels): index of path, or -1. */
+int server_route_index(const char *path);
+const char *server_route_path(size_t i);
+size_t server_n_routes(void);
 /* The chat (chat = true) or completions request parser alone, through the
  * /generate request it becomes (fuzzing): false with *f filled on bad input. */
 bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/metrics.h"
 #include "server/server_internal.h"
 #include "typellm/common.h"
 #include "typellm/util.h"
@@ -851,6 +852,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
         if (st != TL_OK)
             goto done;
         if (first_step) {
+            metrics_first_token(s->metrics, tl_now_s() - t0);
             /* The prompt's cache hits: spread over the items (exact for one item). */
             int64_t per = k == 1 ? u.cached_tokens : u.cached_tokens / (int64_t)k;
             for (size_t j = 0; j < k; j++)
@@ -873,6 +875,7 @@ tl_status gen_run(tl_server *s, gen_request *rq, const sched_wait *w, json_t **r
                 goto done;
             }
             g->n_out++;
+            metrics_generated(s->metrics, 1);
             char buf[256];
             size_t nb = tl_vocab_token_bytes(s->vocab, id, false, buf, sizeof buf);
             tl_strbuf_append(&g->out_bytes, buf, nb < sizeof buf ? nb : sizeof buf);

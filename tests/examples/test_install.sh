@@ -81,4 +81,15 @@ PY
 
 # The installed CLI runs from its prefix (it finds libtypellm.so by its RPATH).
 env -u LD_LIBRARY_PATH "$tmp/prefix/bin/typellm" --help >/dev/null || fail "installed typellm does not run"
+
+# The installed server carries its playground and examples (embedded, not read from a source tree).
+(cd "$tmp" && exec env -u LD_LIBRARY_PATH "$tmp/prefix/bin/typellm" serve -m "$M" --port 0 -t 1 --quiet >"$tmp/ui.out" 2>&1) &
+ui_pid=$!
+for _ in $(seq 1 100); do grep -q listening "$tmp/ui.out" 2>/dev/null && break; sleep 0.1; done
+ui_port=$(sed -n 's/^listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$tmp/ui.out")
+ui_ok=1
+curl -sf -o "$tmp/ui.html" "http://127.0.0.1:$ui_port/" && grep -q "typellm playground" "$tmp/ui.html" || ui_ok=0
+curl -sf -o "$tmp/ui.json" "http://127.0.0.1:$ui_port/ui/examples.json" && grep -q '"name":"receipt"' "$tmp/ui.json" || ui_ok=0
+kill -TERM "$ui_pid"; wait "$ui_pid" || ui_ok=0
+[ "$ui_ok" = 1 ] || { cat "$tmp/ui.out"; fail "the installed server does not serve its playground and examples"; }
 echo "ok: installed into a fresh prefix, $(ls "$TL_SRC"/examples/c/*.c | wc -l) examples built with pkg-config and run"

@@ -210,9 +210,12 @@ static void test_decide_parse(void) {
     parse_failure f = {0};
     const char *ok = "{\"context\":\"c\",\"schema\":{\"type\":\"object\"},\"mode\":\"batch\",\"temperature\":0.5,\"seed\":3,\"threshold\":0.2}";
     CHECK(decide_request_parse(ok, strlen(ok), &d, &f));
-    CHECK(!strcmp(d.mode, "batch") && d.seed == 3 && d.temperature == 0.5 && d.threshold == 0.2);
+    CHECK(!strcmp(d.mode, "batch") && d.seed == 3 && d.temperature == 0.5 && d.threshold == 0.2 && !d.trace);
     decide_request_free(&d);
-    const char *bad[] = {"{\"schema\":{}}", "{\"context\":1,\"schema\":{}}", "{\"context\":\"c\"}",
+    const char *traced = "{\"context\":\"c\",\"schema\":{\"type\":\"object\"},\"trace\":true}";
+    CHECK(decide_request_parse(traced, strlen(traced), &d, &f) && d.trace);
+    decide_request_free(&d);
+    const char *bad[] = {"{\"context\":\"c\",\"schema\":{},\"trace\":1}","{\"schema\":{}}", "{\"context\":1,\"schema\":{}}", "{\"context\":\"c\"}",
                          "{\"context\":\"c\",\"schema\":[]}", "{\"context\":\"c\",\"schema\":{},\"mode\":\"fast\"}",
                          "{\"context\":\"c\",\"schema\":{},\"temperature\":-1}", "{\"context\":\"c\",\"schema\":{},\"seed\":-3}",
                          "{\"context\":\"c\",\"schema\":{},\"threshold\":2}"};
