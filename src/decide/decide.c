@@ -62,6 +62,11 @@ typedef struct field_outcome {
     double *raw_probs;     /* n choices: the identity order's distribution (after temperature) */
     double *cf_probs;      /* n choices: the calibration branch's distribution (identity order), or NULL */
     double *prior;         /* n choices: pride's prior over label positions, or NULL */
+    /* think-then-decide: the reasoning written before the answer */
+    long think;            /* reasoning token limit (0: none) */
+    char *think_text;      /* what the model reasoned (blank space around it dropped), or NULL */
+    size_t think_n;        /* tokens it generated */
+    bool think_closed;     /* it closed the block itself (not the limit) */
 } field_outcome;
 
 /* A calibration branch's prefix: the context replaced by `input`, rendered once per run. */
@@ -730,6 +735,69 @@ static json_t *corr_trace(const decide_run *r, size_t fi, const tl_idseq *branch
     return t;
 }
 
+/* ---- think-then-decide ------------------------------------------------------- */
+
+/* Field fi's question with the reasoning block open (the template's own
+ * think_open), up to o->think tokens of reasoning generated there (sampling
+ * as the request says), then the template's closing text: the labels are
+ * scored after it, where the model answers once it has thought. */
+static tl_status think_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    field_outcome *o = &r->out[fi];
+    tl_strbuf q = TL_STRBUF_INIT;
+    size_t body = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_question_text(&r->render, f, field_labels(r, fi), &q, &body))
+        st = nomem(err);
+    q.len = body; /* the question's own text, before the turn closes */
+    if (!st && !tl_strbuf_puts(&q, r->derived.think_open))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
+    tl_strbuf_free(&q);
+    /* it stops at the closing text's first token, or at the end of the turn */
+    const char *close = r->derived.think_close;
+    while (*close == ' ' || *close == '\n')
+        close++;
+    int32_t term[3], *ids = NULL;
+    size_t n_term = 0, n = 0;
+    if (!st)
+        st = chat_terminator_ids(r, term + 1, &n_term, err);
+    if (!st)
+        st = tl_backend_tokenize(r->b, close, strlen(close), false, true, &ids, &n, err);
+    term[0] = n ? ids[0] : (n_term ? term[1] : 0);
+    free(ids);
+    tl_freetext_params fp = {.terminator_ids = term,
+                             .n_terminator_ids = n_term + 1,
+                             .max_chars = 64 * (size_t)o->think + 64,
+                             .sample = {.temperature = r->opts->temperature,
+                                        .seed = r->opts->seed ^ (TL_RNG_GOLDEN * (uint64_t)(fi + 1)),
+                                        .max_tokens = (int)o->think}};
+    tl_freetext_result fr;
+    memset(&fr, 0, sizeof fr);
+    if (!st && (st = tl_freetext_generate(r->b, seq->ids, seq->n, &fp, &fr, err)))
+        tl_error_wrap(err, "decide: %s: thinking", tl_dfield_where(f));
+    if (!st) {
+        tl_usage_add(&r->usage, &fr.usage);
+        const char *v = fr.value ? fr.value : "";
+        size_t len = fr.value ? fr.value_len : 0;
+        while (len && (*v == ' ' || *v == '\n' || *v == '\r' || *v == '\t'))
+            v++, len--;
+        while (len && (v[len - 1] == ' ' || v[len - 1] == '\n' || v[len - 1] == '\r' || v[len - 1] == '\t'))
+            len--;
+        o->think_n = fr.n_ids;
+        o->think_closed = fr.closed;
+        if (!(o->think_text = strndup(v, len)))
+            st = nomem(err);
+    }
+    tl_freetext_result_free(&fr);
+    if (!st)
+        st = tl_idseq_append_text(r->b, seq, o->think_text, strlen(o->think_text), false, err);
+    if (!st)
+        st = tl_idseq_append_text(r->b, seq, r->derived.think_close, strlen(r->derived.think_close), true, err);
+    return st;
+}
+
 /* ---- one wave ------------------------------------------------------------ */
 
 /* Scores the fields order[0..k) as branches of base in one batched step,
@@ -774,7 +842,8 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
         const tl_dfield *f = &r->schema->fields[fi];
         st = tl_idseq_copy(&branches[j], base, err);
         if (!st)
-            st = append_question(r, &branches[j], fi, err);
+            st = r->out[fi].think > 0 ? think_question(r, &branches[j], fi, err)
+                                      : append_question(r, &branches[j], fi, err);
         if (st || tl_dfield_generated(f))
             continue;
         if (r->out[fi].two_token)
@@ -846,6 +915,11 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
                 json_object_set_new(o->trace, "generated_by", json_string(how));
             if (o->trace && o->corrected)
                 json_object_update_new(o->trace, corr_trace(r, fi, &branches[j], &cbs[j]));
+            if (o->trace && o->think_text)
+                json_object_set_new(o->trace, "reasoning",
+                                    json_pack("{s:s, s:I, s:b, s:I}", "text", o->think_text, "tokens",
+                                              (json_int_t)o->think_n, "closed", o->think_closed, "max_tokens",
+                                              (json_int_t)o->think));
         }
     }
     /* Carry the answers: a one-field wave extends its own branch (so the next
@@ -854,7 +928,7 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
         size_t fi = order[j];
         if (r->out[fi].abstained)
             continue;
-        if (k == 1) {
+        if (k == 1 && !r->out[fi].think) { /* (a reasoning is not kept in the history) */
             tl_idseq tmp = *base;
             *base = branches[0];
             branches[0] = tmp;
@@ -1339,6 +1413,11 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
                                   "cached_tokens", (json_int_t)r->usage.cached_tokens, "computed_tokens",
                                   (json_int_t)r->usage.computed_tokens, "forward_passes",
                                   (json_int_t)r->usage.forward_passes));
+    size_t reasoning = 0;
+    for (size_t fi = 0; fi < r->schema->n_fields; fi++)
+        reasoning += r->out[fi].think_text ? r->out[fi].think_n : 0;
+    if (reasoning) /* think-then-decide: the reasoning tokens generated (computed_tokens includes them) */
+        json_object_set_new(json_object_get(res, "usage"), "reasoning_tokens", json_integer((json_int_t)reasoning));
     if (!r->b->ops->next_logits) { /* remote: this decision's round trips, by endpoint */
         const tl_backend_requests *q = &r->b->requests, *q0 = &r->req0;
         json_object_set_new(json_object_get(res, "usage"), "http_requests",
@@ -1512,6 +1591,31 @@ static tl_status fill_labels(decide_run *r, tl_error *err) {
     return TL_OK;
 }
 
+/* Whether field i thinks first: its x-think, else the options' think (on
+ * the fields that can: plain choices, neither open nor two-token). */
+static tl_status resolve_think(decide_run *r, size_t i, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[i];
+    field_outcome *o = &r->out[i];
+    bool own = f->think_tokens >= 0;
+    long n = own ? f->think_tokens : r->opts->think;
+    bool can = !f->open && !o->two_token && f->domain_from < 0;
+    if (!n || (!own && !can))
+        return TL_OK;
+    if (!can)
+        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-think: only plain choice fields think first (not open, "
+                            "x-domain-from or two-token fields)", f->path);
+    if (r->render.style != TL_STYLE_CHAT || r->render.chat != &r->derived.framing || !r->derived.think_open)
+        return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                            "decide: %s: think-then-decide needs a reasoning chat template that renders an assistant "
+                            "turn's reasoning (the model's own, or --chat-template FILE.jinja: Qwen3, gpt-oss, "
+                            "DeepSeek-R1, ...); %s", tl_dfield_where(f),
+                            r->render.style != TL_STYLE_CHAT ? "this decision is in record style"
+                            : r->render.chat != &r->derived.framing ? "a built-in framing has no reasoning block"
+                                                                    : "this template shows none");
+    o->think = n;
+    return TL_OK;
+}
+
 /* Which fields are corrected, and how: the schema's x-debias / x-calibrate,
  * else the options' (on every field that can take them). */
 static tl_status resolve_corrections(decide_run *r, tl_error *err) {
@@ -1527,6 +1631,9 @@ static tl_status resolve_corrections(decide_run *r, tl_error *err) {
         field_outcome *o = &r->out[i];
         if (tl_dfield_generated(f) || f->constant || f->skip)
             continue;
+        tl_status st = resolve_think(r, i, err);
+        if (st)
+            return st;
         tl_debias dm = (tl_debias)f->debias;
         tl_calibrate cm = (tl_calibrate)f->calibrate;
         const char *input = f->cf_input;
@@ -1537,6 +1644,10 @@ static tl_status resolve_corrections(decide_run *r, tl_error *err) {
         }
         if (!dm && !cm)
             continue;
+        if (o->think)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                "decide: %s: think-then-decide with x-debias or x-calibrate is not supported (each "
+                                "order would need its own reasoning)", tl_dfield_where(f));
         if (o->two_token)
             return tl_error_set(err, TL_ERR_SCHEMA,
                                 "schema: %s: x-debias and x-calibrate need single-token labels (%zu values here)",
@@ -1738,6 +1849,7 @@ out:
             free(r->out[i].raw_probs);
             free(r->out[i].cf_probs);
             free(r->out[i].prior);
+            free(r->out[i].think_text);
             json_decref(r->out[i].trace);
             free(r->out[i].num_text);
             free(r->out[i].open_text);
