@@ -260,6 +260,17 @@ static tl_status chat_terminator_ids(decide_run *r, int32_t term_ids[2], size_t 
     return TL_OK;
 }
 
+/* A copy of what the model wrote, without the blank space around it (NULL: out of memory). */
+static char *generated_text(const tl_freetext_result *fr) {
+    const char *v = fr->value ? fr->value : "";
+    size_t len = fr->value ? fr->value_len : 0;
+    while (len && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
+        v++, len--;
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\n' || v[len - 1] == '\r'))
+        len--;
+    return strndup(v, len);
+}
+
 /* The open choice of field fi was picked after the question in branch: the
  * label and the lead are appended to a copy, then the model writes the value
  * unconstrained (tl_freetext_generate) until the closing quote (record) or
@@ -299,14 +310,8 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     if (!st) {
         tl_usage_add(&r->usage, &fr.usage);
         /* blank space around the value is layout, not value (" mobile app\n") */
-        const char *v = fr.value ? fr.value : "";
-        size_t len = fr.value ? fr.value_len : 0;
-        while (len && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
-            v++, len--;
-        while (len && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\n' || v[len - 1] == '\r'))
-            len--;
         o->open_picked = true;
-        o->open_text = strndup(v, len);
+        o->open_text = generated_text(&fr);
         o->open_chars = o->open_text ? utf8_chars(o->open_text) : 0;
         o->open_tokens = fr.n_ids;
         o->open_closed = fr.closed;
@@ -779,15 +784,9 @@ static tl_status think_question(decide_run *r, tl_idseq *seq, size_t fi, tl_erro
         tl_error_wrap(err, "decide: %s: thinking", tl_dfield_where(f));
     if (!st) {
         tl_usage_add(&r->usage, &fr.usage);
-        const char *v = fr.value ? fr.value : "";
-        size_t len = fr.value ? fr.value_len : 0;
-        while (len && (*v == ' ' || *v == '\n' || *v == '\r' || *v == '\t'))
-            v++, len--;
-        while (len && (v[len - 1] == ' ' || v[len - 1] == '\n' || v[len - 1] == '\r' || v[len - 1] == '\t'))
-            len--;
         o->think_n = fr.n_ids;
         o->think_closed = fr.closed;
-        if (!(o->think_text = strndup(v, len)))
+        if (!(o->think_text = generated_text(&fr)))
             st = nomem(err);
     }
     tl_freetext_result_free(&fr);
