@@ -200,6 +200,10 @@ TL_API const char *tl_decision_choice_label(const tl_decision *d, size_t i, size
 TL_API int32_t tl_decision_choice_token(const tl_decision *d, size_t i, size_t j);
 TL_API double tl_decision_choice_probability(const tl_decision *d, size_t i, size_t j);
 TL_API double tl_decision_choice_logprob(const tl_decision *d, size_t i, size_t j);
+/* The choice's probability as the model gave it, before x-debias / x-calibrate
+ * (tl_decide_opts.debias, .calibrate) corrected it; equal to
+ * tl_decision_choice_probability when the field was not corrected. */
+TL_API double tl_decision_choice_raw_probability(const tl_decision *d, size_t i, size_t j);
 
 /* ---- values ----------------------------------------------------------------- */
 
