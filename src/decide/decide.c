@@ -742,17 +742,13 @@ static json_t *corr_trace(const decide_run *r, size_t fi, const tl_idseq *branch
 
 /* ---- think-then-decide ------------------------------------------------------- */
 
-/* Field fi's question with the reasoning block open (the template's own
- * think_open), up to o->think tokens of reasoning generated there (sampling
- * as the request says), then the template's closing text: the labels are
- * scored after it, where the model answers once it has thought. */
-static tl_status think_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
-    const tl_dfield *f = &r->schema->fields[fi];
-    field_outcome *o = &r->out[fi];
+/* Field fi's question with the reasoning block open: the question's own
+ * text, then the template's think_open instead of the thinking-off close. */
+static tl_status think_open(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
     tl_strbuf q = TL_STRBUF_INIT;
     size_t body = 0;
     tl_status st = TL_OK;
-    if (!tl_render_question_text(&r->render, f, field_labels(r, fi), &q, &body))
+    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], field_labels(r, fi), &q, &body))
         st = nomem(err);
     q.len = body; /* the question's own text, before the turn closes */
     if (!st && !tl_strbuf_puts(&q, r->derived.think_open))
@@ -760,40 +756,76 @@ static tl_status think_question(decide_run *r, tl_idseq *seq, size_t fi, tl_erro
     if (!st)
         st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
     tl_strbuf_free(&q);
-    /* it stops at the closing text's first token, or at the end of the turn */
+    return st;
+}
+
+/* The reasoning of the wave's thinking fields (branches[j] opened by
+ * think_open), generated together: up to o->think tokens each (the request's
+ * sampling, a stream per field), stopping at the closing text's first token
+ * or the end of the turn. Then each branch gets its reasoning and the
+ * template's closing text: its labels are scored after it. */
+static tl_status think_wave(decide_run *r, const size_t *order, size_t k, tl_idseq *branches, tl_error *err) {
+    size_t m = 0;
+    for (size_t j = 0; j < k; j++)
+        m += r->out[order[j]].think > 0;
+    if (!m)
+        return TL_OK;
     const char *close = r->derived.think_close;
     while (*close == ' ' || *close == '\n')
         close++;
     int32_t term[3], *ids = NULL;
     size_t n_term = 0, n = 0;
-    if (!st)
-        st = chat_terminator_ids(r, term + 1, &n_term, err);
+    tl_status st = chat_terminator_ids(r, term + 1, &n_term, err);
     if (!st)
         st = tl_backend_tokenize(r->b, close, strlen(close), false, true, &ids, &n, err);
     term[0] = n ? ids[0] : (n_term ? term[1] : 0);
     free(ids);
-    tl_freetext_params fp = {.terminator_ids = term,
-                             .n_terminator_ids = n_term + 1,
-                             .max_chars = 64 * (size_t)o->think + 64,
-                             .sample = {.temperature = r->opts->temperature,
-                                        .seed = r->opts->seed ^ (TL_RNG_GOLDEN * (uint64_t)(fi + 1)),
-                                        .max_tokens = (int)o->think}};
-    tl_freetext_result fr;
-    memset(&fr, 0, sizeof fr);
-    if (!st && (st = tl_freetext_generate(r->b, seq->ids, seq->n, &fp, &fr, err)))
-        tl_error_wrap(err, "decide: %s: thinking", tl_dfield_where(f));
-    if (!st) {
-        tl_usage_add(&r->usage, &fr.usage);
-        o->think_n = fr.n_ids;
-        o->think_closed = fr.closed;
-        if (!(o->think_text = generated_text(&fr)))
-            st = nomem(err);
+    const int32_t **seqs = calloc(m, sizeof *seqs);
+    size_t *lens = calloc(m, sizeof *lens), *who = calloc(m, sizeof *who);
+    tl_freetext_params *fp = calloc(m, sizeof *fp);
+    tl_freetext_result *fr = calloc(m, sizeof *fr);
+    if (!st && (!seqs || !lens || !who || !fp || !fr))
+        st = nomem(err);
+    for (size_t j = 0, i = 0; !st && j < k; j++) {
+        size_t fi = order[j];
+        const field_outcome *o = &r->out[fi];
+        if (o->think <= 0)
+            continue;
+        who[i] = j;
+        seqs[i] = branches[j].ids;
+        lens[i] = branches[j].n;
+        fp[i++] = (tl_freetext_params){.terminator_ids = term,
+                                       .n_terminator_ids = n_term + 1,
+                                       .max_chars = 64 * (size_t)o->think + 64,
+                                       .sample = {.temperature = r->opts->temperature,
+                                                  .seed = r->opts->seed ^ (TL_RNG_GOLDEN * (uint64_t)(fi + 1)),
+                                                  .max_tokens = (int)o->think}};
     }
-    tl_freetext_result_free(&fr);
-    if (!st)
-        st = tl_idseq_append_text(r->b, seq, o->think_text, strlen(o->think_text), false, err);
-    if (!st)
-        st = tl_idseq_append_text(r->b, seq, r->derived.think_close, strlen(r->derived.think_close), true, err);
+    tl_usage gen_usage = {0};
+    if (!st && (st = tl_freetext_generate_batch(r->b, m, seqs, lens, fp, fr, &gen_usage, err)))
+        tl_error_wrap(err, "decide: %s: thinking", tl_dfield_where(&r->schema->fields[order[who[0]]]));
+    if (!st && r->b->ops->eval) /* (remote: the per-call usage is already in fr) */
+        tl_usage_add(&r->usage, &gen_usage);
+    for (size_t i = 0; !st && i < m; i++) {
+        size_t j = who[i];
+        field_outcome *o = &r->out[order[j]];
+        if (!r->b->ops->eval)
+            tl_usage_add(&r->usage, &fr[i].usage);
+        else
+            r->usage.output_tokens += fr[i].usage.output_tokens;
+        o->think_n = fr[i].n_ids;
+        o->think_closed = fr[i].closed;
+        if (!(o->think_text = generated_text(&fr[i])))
+            st = nomem(err);
+        if (!st)
+            st = tl_idseq_append_text(r->b, &branches[j], o->think_text, strlen(o->think_text), false, err);
+        if (!st)
+            st = tl_idseq_append_text(r->b, &branches[j], r->derived.think_close, strlen(r->derived.think_close),
+                                      true, err);
+    }
+    for (size_t i = 0; fr && i < m; i++)
+        tl_freetext_result_free(&fr[i]);
+    free(seqs), free(lens), free(who), free(fp), free(fr);
     return st;
 }
 
@@ -838,12 +870,17 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
     size_t n_reqs = 0;
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
-        const tl_dfield *f = &r->schema->fields[fi];
         st = tl_idseq_copy(&branches[j], base, err);
         if (!st)
-            st = r->out[fi].think > 0 ? think_question(r, &branches[j], fi, err)
-                                      : append_question(r, &branches[j], fi, err);
-        if (st || tl_dfield_generated(f))
+            st = r->out[fi].think > 0 ? think_open(r, &branches[j], fi, err) : append_question(r, &branches[j], fi, err);
+    }
+    /* the thinking fields' reasoning, all at once, before the labels are scored */
+    if (!st)
+        st = think_wave(r, order, k, branches, err);
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t fi = order[j];
+        const tl_dfield *f = &r->schema->fields[fi];
+        if (tl_dfield_generated(f))
             continue;
         if (r->out[fi].two_token)
             st = pair_requests(r, fi, &branches[j], &pbs[j], reqs, &n_reqs, err);

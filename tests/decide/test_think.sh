@@ -6,7 +6,8 @@
 # where the answer's content starts: the labels are scored right after the
 # template's own closing text (Qwen3: "\n</think>\n\n"; gpt-oss: the analysis
 # channel ended, the final one opened). The reasoning is in the trace, at most
-# N tokens, counted in usage; N = 0 is today's decision bit for bit; a
+# N tokens, counted in usage; batch mode writes the fields' reasoning in
+# parallel (shared batched passes), each as it would alone; N = 0 is today's decision bit for bit; a
 # template without a reasoning block, and record style, are refused by name.
 set -euo pipefail
 FX="$TL_FIXTURES/models"
@@ -90,6 +91,24 @@ PY
   [ "$(strip_timing "$T/today.json")" = "$(strip_timing "$T/zero.json")" ] || fail "$m: x-think 0 differs from today"
   [ "$(strip_timing "$T/today.json")" = "$(strip_timing "$T/n0.json")" ] || fail "$m: --think 0 differs from today"
 done
+
+# batch mode thinks in parallel: the fields' reasoning steps share batched passes, and a field's
+# reasoning is the one it writes alone (the same branch: a one-field schema, same seed stream)
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); del s["properties"]["urgent"]; json.dump(s, open(sys.argv[2], "w"))' \
+  "$T/s.json" "$T/kind.json"
+"$TL_BIN" decide -m "$FX/qwen3-d64-f16.gguf" --schema "$T/s.json" -p "$CTX" --mode batch --think 6 --temperature 1 \
+  --seed 7 --trace -t 1 > "$T/both.json"
+"$TL_BIN" decide -m "$FX/qwen3-d64-f16.gguf" --schema "$T/kind.json" -p "$CTX" --mode batch --think 6 --temperature 1 \
+  --seed 7 --trace -t 1 > "$T/alone.json"
+python3 - "$T/both.json" "$T/alone.json" <<'PY' || fail "batch: parallel thinking"
+import json, sys
+both, alone = (json.load(open(p)) for p in sys.argv[1:3])
+rb, ra = both["fields"]["kind"]["trace"]["reasoning"], alone["fields"]["kind"]["trace"]["reasoning"]
+assert rb == ra, (rb, ra)
+assert both["fields"]["kind"]["probabilities"] == alone["fields"]["kind"]["probabilities"]
+n = [both["fields"][k]["trace"]["reasoning"]["tokens"] for k in ("kind", "urgent")]
+assert min(n) >= 2 and both["usage"]["forward_passes"] < sum(n), (n, both["usage"])
+PY
 
 # sequential mode: the next question follows the answered turn, without the reasoning
 "$TL_BIN" decide -m "$FX/qwen3-d64-f16.gguf" --schema "$T/s.json" -p "$CTX" --mode sequential --think 6 --temperature 1 \
