@@ -68,6 +68,18 @@ typedef struct tl_decide_opts {
      * (docs/templates.md), or NULL. Chat style renders the template with
      * thinking off and scores where the model gives its final answer. */
     const char *chat_template_jinja;
+    /* Corrections of the label distribution (docs/decide.md, Corrected
+     * distributions), for every categorical field whose schema says neither
+     * "x-debias" nor "x-calibrate" (fields that cannot take one are left as
+     * they are: open fields, x-domain-from fields, two-token labels). The
+     * result then has "probabilities" corrected and "raw_probabilities" as
+     * the model gave them. */
+    const char *debias;       /* "permute" | "full" | "pride" | "none" | NULL */
+    const char *calibrate;    /* "content-free" | "pmi" | "none" | NULL */
+    const char *content_free; /* the content-free input; NULL = "N/A" */
+    /* Think-then-decide (reasoning templates): up to this many reasoning
+     * tokens before each decision whose schema does not say "x-think"; 0 = none. */
+    int think;
 } tl_decide_opts;
 
 /* Decides every field of schema over context[0..context_len) on backend b.
@@ -188,6 +200,10 @@ TL_API const char *tl_decision_choice_label(const tl_decision *d, size_t i, size
 TL_API int32_t tl_decision_choice_token(const tl_decision *d, size_t i, size_t j);
 TL_API double tl_decision_choice_probability(const tl_decision *d, size_t i, size_t j);
 TL_API double tl_decision_choice_logprob(const tl_decision *d, size_t i, size_t j);
+/* The choice's probability as the model gave it, before x-debias / x-calibrate
+ * (tl_decide_opts.debias, .calibrate) corrected it; equal to
+ * tl_decision_choice_probability when the field was not corrected. */
+TL_API double tl_decision_choice_raw_probability(const tl_decision *d, size_t i, size_t j);
 
 /* ---- values ----------------------------------------------------------------- */
 

@@ -244,3 +244,31 @@ def test_ctypes_structs_mirror_the_headers():
             fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)     # function pointers
             names += [fp.group(1)] if fp else [p.strip().split()[-1].lstrip("*") for p in decl.split(",")]
         assert names == [f[0] for f in cls._fields_], f"{cname}: header {names} vs ctypes {[f[0] for f in cls._fields_]}"
+
+
+def test_corrections_equal_cli(chat, tmp_path):
+    """debias= / calibrate= / content_free= are the CLI's --debias / --calibrate /
+    --content-free: the same corrected and raw distributions; the raw one is
+    the uncorrected decision's."""
+    schema = {"type": "object", "properties": {
+        "severity": {"enum": ["low", "medium", "high", "critical"], "question": "How severe is it?"},
+        "urgent": {"type": "boolean", "x-debias": "full"}}}
+    context = "The payment service is down for every customer."
+    sp, cp = tmp_path / "s.json", tmp_path / "c.txt"
+    sp.write_text(json.dumps(schema))
+    cp.write_text(context)
+    ref = cli(CHAT, str(sp), str(cp), "batch", ["--debias", "permute", "--calibrate", "content-free",
+                                                "--content-free", "[none]"])
+    res = chat.generate(context, schema, mode="batch", debias="permute", calibrate="content-free",
+                        content_free="[none]")
+    plain = chat.generate(context, {"type": "object", "properties": {
+        "severity": schema["properties"]["severity"], "urgent": {"type": "boolean"}}}, mode="batch")
+    assert dict(res) == ref["values"]
+    for k in ("severity", "urgent"):
+        for v, p in ref["fields"][k]["probabilities"].items():
+            assert abs(res.probabilities[k][v] - p) <= 1e-12, (k, v)
+        assert res.raw_probabilities[k] == plain.probabilities[k], k
+        assert plain.raw_probabilities[k] == plain.probabilities[k]
+    corr = res.fields["severity"]["correction"]
+    assert corr["debias"] == "permute" and corr["orders"] == 4 and corr["content_free_input"] == "[none]"
+    assert res.fields["urgent"]["correction"] == {"debias": "full", "orders": 2, "calibrate": "none"}

@@ -90,7 +90,8 @@ class SglangParams(ctypes.Structure):
 class DecideOpts(ctypes.Structure):
     _fields_ = [("mode", c_char_p), ("style", c_char_p), ("chat_template", c_char_p), ("temperature", c_double),
                 ("seed", c_uint64), ("threshold", c_double), ("trace", c_bool), ("lenient", c_bool),
-                ("strict", c_bool), ("partial", c_bool), ("chat_template_jinja", c_char_p)]
+                ("strict", c_bool), ("partial", c_bool), ("chat_template_jinja", c_char_p),
+                ("debias", c_char_p), ("calibrate", c_char_p), ("content_free", c_char_p), ("think", c_int)]
 
 
 class Strbuf(ctypes.Structure):

@@ -90,6 +90,9 @@ class Result(dict):
     strings, None where abstained. The rest of the decision is on attributes:
       .probabilities  {field: {value text: probability}} (generated numbers and
                       written open values: {value text: probability of the text})
+      .raw_probabilities  {field: {value text: probability}} as the model gave
+                      them; differs from .probabilities only where a field was
+                      corrected (x-debias, x-calibrate, debias=, calibrate=)
       .label_mass     {field: total probability on the declared labels, or None}
       .fields         the full per-field records (docs/decide.md)
       .usage          {"prompt_tokens", "cached_tokens", "computed_tokens", "forward_passes", ...}
@@ -111,11 +114,13 @@ class Result(dict):
         self.fields = record.get("fields", {})
         self.usage = record.get("usage", {})
         self.probabilities = {}
+        self.raw_probabilities = {}
         self.label_mass = {}
         self.trace = {}
         for k, f in self.fields.items():
             if "probabilities" in f:
                 self.probabilities[k] = dict(f["probabilities"])
+                self.raw_probabilities[k] = dict(f.get("raw_probabilities", f["probabilities"]))
             elif "probability" in f:
                 self.probabilities[k] = {f.get("text", json.dumps(f.get("value"))): f["probability"]}
             self.label_mass[k] = f.get("label_mass")
@@ -394,22 +399,28 @@ class Client:
 
     # -- decisions
     def decide(self, context, schema, *, mode="auto", style=None, chat_template=None, temperature=0.0, seed=0,
-               threshold=0.0, trace=False, given=None, lenient=False, strict=False, partial=False):
+               threshold=0.0, trace=False, given=None, lenient=False, strict=False, partial=False, debias=None,
+               calibrate=None, content_free=None, think=0):
         """Runs the decision and returns its whole record (a dict, exactly what
-        `typellm decide` prints: values, fields with probabilities, usage, ...)."""
+        `typellm decide` prints: values, fields with probabilities, usage, ...).
+        debias ("permute", "full", "pride"), calibrate ("content-free", "pmi"),
+        content_free (its input, default "N/A") and think (reasoning tokens)
+        apply to the fields whose schema does not say x-debias / x-calibrate /
+        x-think (docs/decide.md, Corrected distributions)."""
         record, _, _ = self._decide(context, schema, mode, style, chat_template, temperature, seed, threshold,
-                                    trace, given, lenient, strict, partial)
+                                    trace, given, lenient, strict, partial, debias, calibrate, content_free, think)
         return record
 
     def generate(self, context, schema, *, mode="auto", style=None, chat_template=None, temperature=0.0, seed=0,
                  threshold=0.0, trace=False, given=None, as_model=False, lenient=False, strict=False,
-                 partial=False):
+                 partial=False, debias=None, calibrate=None, content_free=None, think=0):
         """Decides every field of schema over context and returns a Result:
         a dict of typed values ({"answer": 70.0}) with the distributions on
         attributes. schema: a dict, JSON text, or a Pydantic model class (then
         as_model=True returns an instance of it instead)."""
         record, sdict, model_cls = self._decide(context, schema, mode, style, chat_template, temperature, seed,
-                                                threshold, trace, given, lenient, strict, partial)
+                                                threshold, trace, given, lenient, strict, partial, debias, calibrate,
+                                                content_free, think)
         result = Result(record, sdict)
         if as_model:
             if model_cls is None:
@@ -418,7 +429,7 @@ class Client:
         return result
 
     def _decide(self, context, schema, mode, style, chat_template, temperature, seed, threshold, trace, given,
-                lenient=False, strict=False, partial=False):
+                lenient=False, strict=False, partial=False, debias=None, calibrate=None, content_free=None, think=0):
         if not isinstance(context, (str, bytes)):
             raise TypeError("context must be a string")
         sdict, stext, model_cls = _schema_of(schema)
@@ -431,7 +442,8 @@ class Client:
         chat_template = chat_template if chat_template is not None else self.chat_template
         family, jinja = _template_of(chat_template)
         opts = N.DecideOpts(_b(mode), _b(style), _b(family), float(temperature), int(seed) & (2**64 - 1),
-                            float(threshold), bool(trace), bool(lenient), bool(strict), bool(partial), _b(jinja))
+                            float(threshold), bool(trace), bool(lenient), bool(strict), bool(partial), _b(jinja),
+                            _b(debias), _b(calibrate), _b(content_free), int(think))
         backend, release = None, None
         d = N.P()
         try:

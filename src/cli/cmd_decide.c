@@ -26,6 +26,7 @@ typedef struct decide_args {
     const char *server, *api_key, *api_key_file, *tokenizer;
     double server_timeout; /* seconds per request; 0: the backend's default */
     long server_retries;   /* -1: the backend's default */
+    long think;            /* --think N: reasoning tokens before each decision */
 } decide_args;
 
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
@@ -86,6 +87,16 @@ int tl_cmd_decide(int argc, char **argv) {
         {0, "strict", TL_OPT_FLAG, &a.opts.strict, .help = "refuse free text (strings without enum), as \"x-strict\": true"},
         {0, "partial", TL_OPT_FLAG, &a.opts.partial,
          .help = "when the prompt outgrows the context, return the fields decided before it"},
+        {0, "debias", TL_OPT_STR, &a.opts.debias, .metavar = "M",
+         .help = "label-order debiasing of every choice field without x-debias: permute (cyclic\n"
+                 "                             orders, averaged), full (all n! orders), pride (position prior divided out)"},
+        {0, "calibrate", TL_OPT_STR, &a.opts.calibrate, .metavar = "M",
+         .help = "calibration of every choice field without x-calibrate: content-free (divide by the\n"
+                 "                             distribution given a content-free input) or pmi (given the question alone)"},
+        {0, "content-free", TL_OPT_STR, &a.opts.content_free, .metavar = "STR",
+         .help = "the content-free input of --calibrate content-free (default \"N/A\")"},
+        {0, "think", TL_OPT_LONG, &a.think, .min = 0, .max = 65536, .metavar = "N",
+         .help = "reasoning templates: up to N reasoning tokens before each decision (default 0)"},
         TL_OPT_NO_MMAP(&a.no_mmap),
         {0, "server", TL_OPT_STR, &a.server, .metavar = "URL",
          .help = "decide on an SGLang server (or typellm serve) instead of a local model"},
@@ -109,6 +120,7 @@ int tl_cmd_decide(int argc, char **argv) {
     int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
     if (prc != TL_OPT_OK)
         return tl_opt_exit(prc);
+    a.opts.think = (int)a.think;
     if (!a.schema_path)
         return tl_opt_fail(&cmd, "--schema is required");
     if (a.context_path && a.context_text)

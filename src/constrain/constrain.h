@@ -230,6 +230,15 @@ typedef struct tl_freetext_result {
 tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
                                tl_freetext_result *out, tl_error *err);
 void tl_freetext_result_free(tl_freetext_result *r);
+/* k generations at once (params p[i] after ids[i][0..n[i])): on a local
+ * engine each step evaluates every unfinished sequence in one batched pass,
+ * and each out[i] is what tl_freetext_generate gives it alone, bit for bit
+ * (the engine's logits do not depend on the batch); remote backends run them
+ * one after another. The evaluation's token counts go to usage (optional);
+ * out[i].usage has its output tokens. */
+tl_status tl_freetext_generate_batch(tl_backend *b, size_t k, const int32_t *const *ids, const size_t *n,
+                                     const tl_freetext_params *p, tl_freetext_result *out, tl_usage *usage,
+                                     tl_error *err);
 /* Appends s as a record-rendering string body (the escapes above, no quotes). */
 bool tl_freetext_escape(tl_strbuf *out, const char *s, size_t len);
 /* The reverse, on raw model text: appends the value's bytes (escapes undone

@@ -311,39 +311,45 @@ static tl_status generate_remote(tl_backend *b, const int32_t *ids, size_t n, co
     return st;
 }
 
-tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
-                               tl_freetext_result *out, tl_error *err) {
+/* One local generation: its lexer, sequence, stream and limits; the loop
+ * below advances it one sampled token per step, so several advance together
+ * on one batched evaluation (tl_freetext_generate_batch). */
+typedef struct ft_gen {
+    const tl_freetext_params *p;
+    tl_freetext_result *out;
+    lexer lx;
+    tl_strbuf raw;
+    int32_t *seq;  /* (n + max_tokens) the prompt, then what is generated */
+    size_t len;
+    int32_t *cand; /* the tokens it may sample */
+    size_t n_cand;
+    uint64_t rng;
+    size_t max_chars, max_tokens;
+    bool done;
+} ft_gen;
+
+static tl_status ft_init(ft_gen *g, tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
+                         tl_freetext_result *out, tl_error *err) {
+    memset(g, 0, sizeof *g);
     memset(out, 0, sizeof *out);
-    if (!b || !p || (!ids && n))
-        return tl_error_set(err, TL_ERR_INVALID, "free text: missing backend, params or ids");
-    size_t max_chars = p->max_chars ? p->max_chars : 4096;
-    size_t max_tokens = p->sample.max_tokens > 0 ? (size_t)p->sample.max_tokens : 4 * max_chars + 16;
-    if (!b->ops->next_logits) {
-        if (!b->ops->generate_regex)
-            return tl_error_set(err, TL_ERR_UNSUPPORTED, "free text: the %s backend has neither logits nor regex",
-                                b->ops->kind);
-        return generate_remote(b, ids, n, p, max_chars, (int)max_tokens, out, err);
-    }
-    if (!b->vocab)
-        return tl_error_set(err, TL_ERR_INVALID, "free text: the backend has no vocabulary");
+    g->p = p;
+    g->out = out;
+    g->max_chars = p->max_chars ? p->max_chars : 4096;
+    g->max_tokens = p->sample.max_tokens > 0 ? (size_t)p->sample.max_tokens : 4 * g->max_chars + 16;
+    g->lx = (lexer){p->terminator, p->terminator ? strlen(p->terminator) : 0, p->json_escapes, 0, TL_STRBUF_INIT, 0,
+                    false};
+    g->raw = (tl_strbuf)TL_STRBUF_INIT;
+    g->rng = p->sample.seed;
     const tl_vocab *v = b->vocab;
     int32_t n_tok = tl_vocab_n_tokens(v);
-    lexer lx = {p->terminator, p->terminator ? strlen(p->terminator) : 0, p->json_escapes, 0, TL_STRBUF_INIT, 0,
-                false};
-    tl_strbuf raw = TL_STRBUF_INIT;
-    int32_t *seq = malloc((n + max_tokens) * sizeof *seq);
-    int32_t *cand = malloc((size_t)b->n_vocab * sizeof *cand);
-    float *logits = malloc((size_t)b->n_vocab * sizeof *logits);
-    out->ids = malloc(max_tokens * sizeof *out->ids);
-    out->logprob_full = malloc(max_tokens * sizeof(double));
-    tl_status st = TL_OK;
-    if (!seq || !cand || !logits || !out->ids || !out->logprob_full) {
-        st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
-        goto done;
-    }
+    g->seq = malloc((n + g->max_tokens) * sizeof *g->seq);
+    g->cand = malloc((size_t)b->n_vocab * sizeof *g->cand);
+    out->ids = malloc(g->max_tokens * sizeof *out->ids);
+    out->logprob_full = malloc(g->max_tokens * sizeof(double));
+    if (!g->seq || !g->cand || !out->ids || !out->logprob_full)
+        return tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
     /* the candidates: every token except control/unused ones that neither end
      * generation nor are terminator ids (their text must not enter a value) */
-    size_t n_cand = 0;
     for (int32_t id = 0; id < b->n_vocab; id++) {
         if (id < n_tok) {
             tl_token_attr at = tl_vocab_token_attr(v, id);
@@ -352,55 +358,130 @@ tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, cons
         } else if (!is_term_id(p, id)) {
             continue; /* logits beyond the tokenizer (padding rows) */
         }
-        cand[n_cand++] = id;
+        g->cand[g->n_cand++] = id;
     }
     if (n)
-        memcpy(seq, ids, n * sizeof *seq);
-    size_t len = n;
-    uint64_t rng = p->sample.seed;
-    while (!out->closed) {
-        if (out->n_ids == max_tokens) {
-            out->truncated = true;
-            break;
-        }
-        if ((st = tl_backend_next_logits(b, seq, len, logits, &out->usage, err)))
-            goto done;
-        int32_t id = tl_sample_ids(logits, cand, n_cand, p->sample.temperature, &rng);
-        out->logprob_full[out->n_ids] = logits[id] - tl_logsumexp_f(logits, (size_t)b->n_vocab);
-        out->ids[out->n_ids++] = id;
-        seq[len++] = id;
-        out->usage.output_tokens++;
-        if (is_term_id(p, id) || (id < n_tok && tl_vocab_is_eog(v, id))) {
-            out->closed = true;
-            break;
-        }
-        if (!append_token_bytes(v, id, &raw)) {
-            st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
-            goto done;
-        }
-        lex(&lx, tl_strbuf_cstr(&raw), raw.len);
-        if (lx.closed) {
-            out->closed = true;
-            break;
-        }
-        if (count_chars(&lx.value) >= max_chars) {
-            out->truncated = true;
-            break;
-        }
+        memcpy(g->seq, ids, n * sizeof *g->seq);
+    g->len = n;
+    g->done = g->max_tokens == 0;
+    g->out->truncated = g->done;
+    return TL_OK;
+}
+
+/* Samples the next token from the logits after g->seq and takes it. */
+static tl_status ft_step(ft_gen *g, tl_backend *b, const float *logits, tl_error *err) {
+    const tl_vocab *v = b->vocab;
+    tl_freetext_result *out = g->out;
+    int32_t id = tl_sample_ids(logits, g->cand, g->n_cand, g->p->sample.temperature, &g->rng);
+    out->logprob_full[out->n_ids] = logits[id] - tl_logsumexp_f(logits, (size_t)b->n_vocab);
+    out->ids[out->n_ids++] = id;
+    g->seq[g->len++] = id;
+    out->usage.output_tokens++;
+    if (is_term_id(g->p, id) || (id < tl_vocab_n_tokens(v) && tl_vocab_is_eog(v, id))) {
+        out->closed = g->done = true;
+        return TL_OK;
     }
-    if (!lx.closed && lx.pos < raw.len) /* a start of a terminator or escape that never completed is text */
-        tl_strbuf_append(&lx.value, raw.buf + lx.pos, raw.len - lx.pos);
-    st = finish(&lx, max_chars, out->truncated, out, err);
-done:
+    if (!append_token_bytes(v, id, &g->raw))
+        return tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+    lex(&g->lx, tl_strbuf_cstr(&g->raw), g->raw.len);
+    if (g->lx.closed)
+        out->closed = g->done = true;
+    else if (count_chars(&g->lx.value) >= g->max_chars || out->n_ids == g->max_tokens)
+        out->truncated = g->done = true;
+    return TL_OK;
+}
+
+/* The value, once done (st: how the generation went). */
+static tl_status ft_finish(ft_gen *g, tl_status st, tl_error *err) {
+    tl_freetext_result *out = g->out;
+    if (!st) {
+        if (!g->lx.closed && g->lx.pos < g->raw.len) /* a start of a terminator or escape that never completed is text */
+            tl_strbuf_append(&g->lx.value, g->raw.buf + g->lx.pos, g->raw.len - g->lx.pos);
+        st = finish(&g->lx, g->max_chars, out->truncated, out, err);
+    }
     if (st) {
         tl_usage u = out->usage;
         tl_freetext_result_free(out);
         out->usage = u;
     }
-    tl_strbuf_free(&raw);
-    tl_strbuf_free(&lx.value);
-    free(seq);
-    free(cand);
+    tl_strbuf_free(&g->raw);
+    tl_strbuf_free(&g->lx.value);
+    free(g->seq);
+    free(g->cand);
+    return st;
+}
+
+tl_status tl_freetext_generate(tl_backend *b, const int32_t *ids, size_t n, const tl_freetext_params *p,
+                               tl_freetext_result *out, tl_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!b || !p || (!ids && n))
+        return tl_error_set(err, TL_ERR_INVALID, "free text: missing backend, params or ids");
+    if (!b->ops->next_logits) {
+        size_t max_chars = p->max_chars ? p->max_chars : 4096;
+        size_t max_tokens = p->sample.max_tokens > 0 ? (size_t)p->sample.max_tokens : 4 * max_chars + 16;
+        if (!b->ops->generate_regex)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED, "free text: the %s backend has neither logits nor regex",
+                                b->ops->kind);
+        return generate_remote(b, ids, n, p, max_chars, (int)max_tokens, out, err);
+    }
+    if (!b->vocab)
+        return tl_error_set(err, TL_ERR_INVALID, "free text: the backend has no vocabulary");
+    ft_gen g;
+    float *logits = malloc((size_t)b->n_vocab * sizeof *logits);
+    tl_status st = ft_init(&g, b, ids, n, p, out, err);
+    if (!st && !logits)
+        st = tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+    while (!st && !g.done)
+        if (!(st = tl_backend_next_logits(b, g.seq, g.len, logits, &out->usage, err)))
+            st = ft_step(&g, b, logits, err);
     free(logits);
+    return ft_finish(&g, st, err);
+}
+
+tl_status tl_freetext_generate_batch(tl_backend *b, size_t k, const int32_t *const *ids, const size_t *n,
+                                     const tl_freetext_params *p, tl_freetext_result *out, tl_usage *usage,
+                                     tl_error *err) {
+    if (!b || (k && (!ids || !n || !p || !out)))
+        return tl_error_set(err, TL_ERR_INVALID, "free text: missing backend, params or ids");
+    if (!b->ops->eval || !b->vocab) { /* remote: one after another */
+        tl_status st = TL_OK;
+        for (size_t i = 0; i < k; i++)
+            memset(&out[i], 0, sizeof out[i]);
+        for (size_t i = 0; i < k && !st; i++) {
+            st = tl_freetext_generate(b, ids[i], n[i], &p[i], &out[i], err);
+            if (usage)
+                tl_usage_add(usage, &out[i].usage);
+        }
+        return st;
+    }
+    ft_gen *g = calloc(k ? k : 1, sizeof *g);
+    tl_seq *seqs = calloc(k ? k : 1, sizeof *seqs);
+    float *logits = malloc((k ? k : 1) * (size_t)b->n_vocab * sizeof *logits);
+    size_t *who = calloc(k ? k : 1, sizeof *who), inited = 0;
+    tl_status st = g && seqs && logits && who ? TL_OK : tl_error_set(err, TL_ERR_NOMEM, "free text: out of memory");
+    for (; !st && inited < k; inited++)
+        st = ft_init(&g[inited], b, ids[inited], n[inited], &p[inited], &out[inited], err);
+    while (!st) {
+        size_t m = 0;
+        for (size_t i = 0; i < k; i++)
+            if (!g[i].done) {
+                seqs[m] = (tl_seq){.ids = g[i].seq, .n = g[i].len, .logits = logits + m * (size_t)b->n_vocab};
+                who[m++] = i;
+            }
+        if (!m)
+            break;
+        /* the sequences' logits are the bits each would get alone (engine.h) */
+        st = tl_backend_eval(b, seqs, m, usage, err);
+        for (size_t j = 0; j < m && !st; j++)
+            st = ft_step(&g[who[j]], b, seqs[j].logits, err);
+    }
+    for (size_t i = 0; i < inited; i++) {
+        tl_status s2 = ft_finish(&g[i], st, err);
+        st = st ? st : s2;
+    }
+    free(g);
+    free(seqs);
+    free(logits);
+    free(who);
     return st;
 }

@@ -119,6 +119,8 @@ static char *dup_range(const char *s, size_t n) {
 void tl_chat_derived_free(tl_chat_derived *d) {
     for (int i = 0; i < 4; i++)
         free(d->strings[i]);
+    free(d->think_open);
+    free(d->think_close);
     memset(d, 0, sizeof *d);
 }
 
@@ -147,6 +149,50 @@ static const char *reasoning_close(const tl_template *t, size_t k, json_t *vars,
         }
     }
     return NULL;
+}
+
+/* think_open / think_close (chat_template.h) of a reasoning template: an
+ * assistant turn with reasoning (as reasoning_content, a thinking content
+ * block, or gpt-oss's "thinking"), rendered with thinking on, must begin with
+ * the generation prompt; the text between that and the reasoning opens the
+ * block, the text between the reasoning and the answer closes it. Leaves
+ * both NULL when no rendering shows it. */
+static tl_status derive_think(const tl_template *t, const tl_chat_derive_opts *o, tl_chat_derived *out) {
+    static const char one_turn[] = "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"}]";
+    static const char *const with_reasoning[] = {
+        "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\",\"content\":\"" MARK_A1
+        "\",\"reasoning_content\":\"" MARK_R "\"}]",
+        "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\",\"content\":[{\"type\":"
+        "\"thinking\",\"thinking\":\"" MARK_R "\"},{\"type\":\"text\",\"text\":\"" MARK_A1 "\"}]}]",
+        "[{\"role\":\"user\",\"content\":\"" MARK_U1 "\"},{\"role\":\"assistant\",\"content\":\"" MARK_A1
+        "\",\"thinking\":\"" MARK_R "\"}]"};
+    json_t *vars = json_pack("{s:b, s:b}", "enable_thinking", 1, "thinking", 1);
+    tl_strbuf g = TL_STRBUF_INIT, h = TL_STRBUF_INIT;
+    tl_error ignored = {0};
+    tl_status st = TL_OK;
+    const char *gen = NULL;
+    if (vars && !probe(t, one_turn, true, vars, o, &g, &ignored))
+        gen = strstr(tl_strbuf_cstr(&g), MARK_U1);
+    for (size_t i = 0; gen && i < sizeof with_reasoning / sizeof *with_reasoning && !out->think_open; i++) {
+        if (probe(t, with_reasoning[i], false, vars, o, &h, &ignored))
+            continue;
+        const char *u = strstr(tl_strbuf_cstr(&h), MARK_U1);
+        size_t gl = strlen(gen + strlen(MARK_U1));
+        if (!u || strncmp(u + strlen(MARK_U1), gen + strlen(MARK_U1), gl))
+            continue;
+        const char *after = u + strlen(MARK_U1), *rr = strstr(after + gl, MARK_R);
+        const char *aa = rr ? strstr(rr, MARK_A1) : NULL;
+        if (!aa)
+            continue;
+        out->think_open = dup_range(after, (size_t)(rr - after));
+        out->think_close = dup_range(rr + strlen(MARK_R), (size_t)(aa - rr - strlen(MARK_R)));
+        if (!out->think_open || !out->think_close)
+            st = TL_ERR_NOMEM;
+    }
+    json_decref(vars);
+    tl_strbuf_free(&g);
+    tl_strbuf_free(&h);
+    return st;
 }
 
 tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opts *o, tl_chat_derived *out,
@@ -316,6 +362,8 @@ tl_status tl_chat_derive(const char *jinja, size_t len, const tl_chat_derive_opt
                                      .label_prefix = out->strings[3],
                                      .assistant_close = out->strings[2],
                                      .opening = out->strings[0]};
+    if (out->reasoning && derive_think(t, o, out))
+        st = tl_error_set(err, TL_ERR_NOMEM, "chat template: out of memory");
 out:
     if (st)
         tl_chat_derived_free(out);

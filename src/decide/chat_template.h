@@ -64,6 +64,12 @@ typedef struct tl_chat_derived {
     bool reasoning;          /* the template writes a reasoning block or channel */
     char thinking[128];      /* how the answer is kept out of it ("enable_thinking=false", ...), or "" */
     char *strings[4];        /* owned: opening, question close, answer close, label prefix */
+    /* Think-then-decide (reasoning templates that render an assistant turn's
+     * reasoning): the text after the user's message up to where reasoning
+     * starts, with thinking on (Qwen3: "<|im_end|>\n<|im_start|>assistant\n<think>\n"),
+     * and what the template writes between the reasoning and the answer
+     * ("\n</think>\n\n"); both NULL when no rendering shows a reasoning block. */
+    char *think_open, *think_close;
 } tl_chat_derived;
 
 typedef struct tl_chat_derive_opts {

@@ -13,6 +13,7 @@
 
 #include "constrain/constrain.h"
 #include "decide/chat_template.h"
+#include "decide/correct.h"
 #include "decide/labels.h"
 #include "decide/plan.h"
 #include "decide/render.h"
@@ -52,7 +53,27 @@ typedef struct field_outcome {
     bool two_token;
     double *first_lp, *second_lp; /* n choices, two-token fields only */
     bool inactive;      /* its condition failed (an item beyond the length, a value decided null): never asked */
+    /* corrections (correct.h): probs is then the corrected distribution */
+    tl_debias debias;
+    tl_calibrate calibrate;
+    const char *cf_input;  /* the calibration branch's context (owned by the schema or the options) */
+    bool corrected;        /* scored with a correction */
+    size_t n_orders;       /* orders scored */
+    double *raw_probs;     /* n choices: the identity order's distribution (after temperature) */
+    double *cf_probs;      /* n choices: the calibration branch's distribution (identity order), or NULL */
+    double *prior;         /* n choices: pride's prior over label positions, or NULL */
+    /* think-then-decide: the reasoning written before the answer */
+    long think;            /* reasoning token limit (0: none) */
+    char *think_text;      /* what the model reasoned (blank space around it dropped), or NULL */
+    size_t think_n;        /* tokens it generated */
+    bool think_closed;     /* it closed the block itself (not the limit) */
 } field_outcome;
+
+/* A calibration branch's prefix: the context replaced by `input`, rendered once per run. */
+typedef struct cf_base {
+    const char *input;
+    tl_idseq seq;
+} cf_base;
 
 typedef struct decide_run {
     tl_backend *b;
@@ -68,6 +89,8 @@ typedef struct decide_run {
     tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
     tl_backend_requests req0;      /* the backend's request counters when the run began */
     bool partial;                  /* --partial: some fields were not reached */
+    cf_base *cf;                   /* calibration prefixes, one per distinct input */
+    size_t n_cf;
 } decide_run;
 
 static tl_status nomem(tl_error *err) { return tl_error_set(err, TL_ERR_NOMEM, "decide: out of memory"); }
@@ -109,6 +132,13 @@ static size_t utf8_chars(const char *s) {
 
 /* ---- choosing a value ---------------------------------------------------- */
 
+/* A draw from probs with the stream seeded by (seed, field index). */
+static size_t sample_index(const double *probs, size_t n, uint64_t seed, size_t field_idx) {
+    uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(field_idx + 1));
+    int32_t pick = tl_sample_weights(probs, (int32_t)n, NULL, tl_rng_uniform(&state), NULL);
+    return pick >= 0 ? (size_t)pick : n - 1;
+}
+
 /* probs = softmax(logprobs / T) over the n candidates (T = 1 when temperature
  * is 0: argmax needs no scaling and reports the model's own renormalized
  * distribution). Returns the chosen index: argmax (first on ties) at T = 0,
@@ -132,11 +162,8 @@ static tl_status decision_choose(const double *logprobs, size_t n, double temper
     for (size_t i = 0; i < n; i++)
         probs[i] /= sum;
     *chosen = best;
-    if (temperature > 0) {
-        uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(field_idx + 1));
-        int32_t pick = tl_sample_weights(probs, (int32_t)n, NULL, tl_rng_uniform(&state), NULL);
-        *chosen = pick >= 0 ? (size_t)pick : n - 1;
-    }
+    if (temperature > 0)
+        *chosen = sample_index(probs, n, seed, field_idx);
     return TL_OK;
 }
 
@@ -170,16 +197,21 @@ static tl_status append_label(decide_run *r, tl_idseq *seq, size_t fi, size_t i,
 
 /* ---- rendering answered fields ------------------------------------------- */
 
-static tl_status append_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+/* Field fi's question with its values shown in `order` (NULL: the identity). */
+static tl_status append_question_order(decide_run *r, tl_idseq *seq, size_t fi, const size_t *order, tl_error *err) {
     tl_strbuf q = TL_STRBUF_INIT;
     size_t body = 0;
     tl_status st = TL_OK;
-    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], field_labels(r, fi), &q, &body))
+    if (!tl_render_question_text_order(&r->render, &r->schema->fields[fi], field_labels(r, fi), order, &q, &body))
         st = nomem(err);
     if (!st)
         st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
     tl_strbuf_free(&q);
     return st;
+}
+
+static tl_status append_question(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    return append_question_order(r, seq, fi, NULL, err);
 }
 
 /* The chosen label token, then the value written back and the turn closed. */
@@ -194,6 +226,8 @@ static tl_status append_answer(decide_run *r, tl_idseq *seq, size_t fi, size_t v
     tl_strbuf_free(&a);
     return st;
 }
+
+static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 static json_t *ids_json(const int32_t *ids, size_t n) {
     json_t *a = json_array();
@@ -224,6 +258,17 @@ static tl_status chat_terminator_ids(decide_run *r, int32_t term_ids[2], size_t 
         term_ids[(*n_term)++] = ids[0];
     free(ids);
     return TL_OK;
+}
+
+/* A copy of what the model wrote, without the blank space around it (NULL: out of memory). */
+static char *generated_text(const tl_freetext_result *fr) {
+    const char *v = fr->value ? fr->value : "";
+    size_t len = fr->value ? fr->value_len : 0;
+    while (len && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
+        v++, len--;
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\n' || v[len - 1] == '\r'))
+        len--;
+    return strndup(v, len);
 }
 
 /* The open choice of field fi was picked after the question in branch: the
@@ -265,14 +310,8 @@ static tl_status generate_open(decide_run *r, const tl_idseq *branch, size_t fi,
     if (!st) {
         tl_usage_add(&r->usage, &fr.usage);
         /* blank space around the value is layout, not value (" mobile app\n") */
-        const char *v = fr.value ? fr.value : "";
-        size_t len = fr.value ? fr.value_len : 0;
-        while (len && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
-            v++, len--;
-        while (len && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\n' || v[len - 1] == '\r'))
-            len--;
         o->open_picked = true;
-        o->open_text = strndup(v, len);
+        o->open_text = generated_text(&fr);
         o->open_chars = o->open_text ? utf8_chars(o->open_text) : 0;
         o->open_tokens = fr.n_ids;
         o->open_closed = fr.closed;
@@ -524,6 +563,272 @@ static void pair_combine(decide_run *r, size_t fi, const pair_branches *pb) {
     }
 }
 
+/* ---- corrections (correct.h) ------------------------------------------------ */
+
+/* The branches that correct field fi beside its identity one: orders 1..k-1
+ * over the wave's prefix, then, with calibration, the k orders over the
+ * calibration prefix; all in the wave's one batched step. */
+typedef struct corr_branches {
+    size_t k;        /* orders (0: the field is not corrected) */
+    size_t *orders;  /* k x n: the value at each label position; row 0 the identity */
+    double *lp, *cf; /* k x n logprobs by label position (cf: calibration, NULL without) */
+    tl_idseq *seqs;  /* n_seqs: the branches beyond the identity one */
+    size_t n_seqs;
+} corr_branches;
+
+static void corr_branches_free(corr_branches *cb) {
+    for (size_t i = 0; cb->seqs && i < cb->n_seqs; i++)
+        tl_idseq_free(&cb->seqs[i]);
+    free(cb->seqs);
+    free(cb->orders);
+    free(cb->lp);
+    free(cb->cf);
+    memset(cb, 0, sizeof *cb);
+}
+
+/* How many orders field fi is scored in (pride with a given prior: the identity alone). */
+static tl_debias orders_method(const decide_run *r, size_t fi) {
+    const field_outcome *o = &r->out[fi];
+    return o->debias == TL_DEBIAS_PRIDE && r->schema->fields[fi].prior ? TL_DEBIAS_NONE : o->debias;
+}
+
+/* Requests field fi adds beyond its identity one. */
+static tl_status corr_extra_requests(const decide_run *r, size_t fi, size_t *extra, tl_error *err) {
+    const field_outcome *o = &r->out[fi];
+    *extra = 0;
+    if (!o->corrected)
+        return TL_OK;
+    size_t *orders = NULL, k = 0;
+    tl_status st = tl_debias_orders(orders_method(r, fi), r->schema->fields[fi].n_values,
+                                    r->schema->fields[fi].debias_orders, &orders, &k, err);
+    free(orders);
+    if (st)
+        return tl_error_wrap(err, "%s", tl_dfield_where(&r->schema->fields[fi]));
+    *extra = k - 1 + (o->calibrate ? k : 0);
+    return TL_OK;
+}
+
+/* The calibration prefix for `input` (the context replaced by it), rendered once per run. */
+static tl_status calibration_base(decide_run *r, const char *input, size_t *idx, tl_error *err) {
+    for (size_t i = 0; i < r->n_cf; i++)
+        if (!strcmp(r->cf[i].input, input)) {
+            *idx = i;
+            return TL_OK;
+        }
+    cf_base *p = realloc(r->cf, (r->n_cf + 1) * sizeof *p);
+    if (!p)
+        return nomem(err);
+    r->cf = p;
+    memset(&p[r->n_cf], 0, sizeof *p);
+    p[r->n_cf].input = input;
+    *idx = r->n_cf++;
+    return tl_render_begin(r->b, &r->render, r->schema, input, strlen(input), &p[*idx].seq, err);
+}
+
+/* Appends field fi's requests: its identity branch (already holding the
+ * question) into cb->lp row 0, then every other order and calibration branch. */
+static tl_status corr_requests(decide_run *r, size_t fi, const tl_idseq *base, const tl_idseq *branch,
+                               corr_branches *cb, tl_score_req *reqs, size_t *n_reqs, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    const field_outcome *o = &r->out[fi];
+    size_t n = f->n_values;
+    tl_status st = tl_debias_orders(orders_method(r, fi), n, f->debias_orders, &cb->orders, &cb->k, err);
+    if (st)
+        return st;
+    size_t k = cb->k;
+    cb->lp = calloc(k * n, sizeof *cb->lp);
+    cb->cf = o->calibrate ? calloc(k * n, sizeof *cb->cf) : NULL;
+    cb->seqs = calloc(2 * k, sizeof *cb->seqs);
+    if (!cb->lp || !cb->seqs || (o->calibrate && !cb->cf))
+        return nomem(err);
+    reqs[(*n_reqs)++] = (tl_score_req){branch->ids, branch->n, r->labels.id, n, cb->lp};
+    size_t cfi = 0;
+    if (o->calibrate && (st = calibration_base(r, o->cf_input, &cfi, err)))
+        return st;
+    for (size_t pass = 0; pass < 2 && !st; pass++) {
+        if (pass == 1 && !o->calibrate)
+            break;
+        for (size_t oi = pass ? 0 : 1; oi < k && !st; oi++) {
+            tl_idseq *seq = &cb->seqs[cb->n_seqs++];
+            st = tl_idseq_copy(seq, pass ? &r->cf[cfi].seq : base, err);
+            if (!st)
+                st = append_question_order(r, seq, fi, oi ? cb->orders + oi * n : NULL, err);
+            if (!st)
+                reqs[(*n_reqs)++] = (tl_score_req){seq->ids, seq->n, r->labels.id, n, (pass ? cb->cf : cb->lp) + oi * n};
+        }
+    }
+    return st;
+}
+
+/* After scoring: the raw distribution (the identity order, as an
+ * uncorrected field reports it), then the corrected one (temperature applied
+ * to it as a power) and the choice from it. */
+static tl_status corr_choose(decide_run *r, size_t fi, const corr_branches *cb, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    field_outcome *o = &r->out[fi];
+    size_t n = f->n_values;
+    memcpy(o->logprobs, cb->lp, n * sizeof *o->logprobs);
+    size_t raw_chosen = 0;
+    tl_status st = decision_choose(o->logprobs, n, r->opts->temperature, r->opts->seed, fi, o->raw_probs,
+                                   &raw_chosen, err);
+    for (size_t i = 0; !st && i < cb->k * n; i++)
+        if (isnan(cb->lp[i]) || (cb->cf && isnan(cb->cf[i])))
+            st = tl_error_set(err, TL_ERR_INTERNAL, "decide: %s: backend returned NaN logprob", tl_dfield_where(f));
+    if (st)
+        return st;
+    if (o->prior && f->prior) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += f->prior[i];
+        for (size_t i = 0; i < n; i++)
+            o->prior[i] = f->prior[i] / sum;
+    }
+    tl_correct_combine(o->debias, n, cb->k, cb->orders, cb->lp, cb->cf, f->prior != NULL, o->prior, o->probs);
+    if (o->cf_probs) {
+        double max = -INFINITY, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            max = cb->cf[i] > max ? cb->cf[i] : max;
+        for (size_t i = 0; i < n; i++)
+            sum += o->cf_probs[i] = exp(cb->cf[i] - max);
+        for (size_t i = 0; i < n; i++)
+            o->cf_probs[i] /= sum;
+    }
+    double t = r->opts->temperature, sum = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(o->probs[i]))
+            return tl_error_set(err, TL_ERR_INTERNAL, "decide: %s: the corrected distribution is not finite",
+                                tl_dfield_where(f));
+        if (t > 0)
+            o->probs[i] = pow(o->probs[i], 1.0 / t);
+        sum += o->probs[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        o->probs[i] = sum > 0 ? o->probs[i] / sum : 1.0 / (double)n;
+        if (o->probs[i] > o->probs[best])
+            best = i;
+    }
+    o->chosen = t > 0 ? sample_index(o->probs, n, r->opts->seed, fi) : best;
+    o->n_orders = cb->k;
+    return TL_OK;
+}
+
+/* The trace of a corrected field: every order's and calibration branch's ids and label logprobs. */
+static json_t *corr_trace(const decide_run *r, size_t fi, const tl_idseq *branch, const corr_branches *cb) {
+    size_t n = r->schema->fields[fi].n_values;
+    json_t *orders = json_array(), *cal = cb->cf ? json_array() : NULL;
+    for (size_t pass = 0; pass < 2 && orders; pass++) {
+        if (pass == 1 && !cb->cf)
+            break;
+        for (size_t oi = 0; oi < cb->k; oi++) {
+            const tl_idseq *seq = !pass && !oi ? branch : &cb->seqs[pass ? cb->k - 1 + oi : oi - 1];
+            const double *lp = (pass ? cb->cf : cb->lp) + oi * n;
+            json_t *ord = json_array(), *lps = json_array();
+            for (size_t p = 0; ord && lps && p < n; p++) {
+                json_array_append_new(ord, json_integer((json_int_t)cb->orders[oi * n + p]));
+                json_array_append_new(lps, real_or_null(lp[p]));
+            }
+            json_array_append_new(pass ? cal : orders,
+                                  json_pack("{s:o, s:o, s:I, s:o}", "order", ord, "ids", ids_json(seq->ids, seq->n),
+                                            "position", (json_int_t)seq->n - 1, "logprobs", lps));
+        }
+    }
+    json_t *t = json_object();
+    json_object_set_new(t, "orders", orders);
+    if (cal)
+        json_object_set_new(t, "calibration", cal);
+    return t;
+}
+
+/* ---- think-then-decide ------------------------------------------------------- */
+
+/* Field fi's question with the reasoning block open: the question's own
+ * text, then the template's think_open instead of the thinking-off close. */
+static tl_status think_open(decide_run *r, tl_idseq *seq, size_t fi, tl_error *err) {
+    tl_strbuf q = TL_STRBUF_INIT;
+    size_t body = 0;
+    tl_status st = TL_OK;
+    if (!tl_render_question_text(&r->render, &r->schema->fields[fi], field_labels(r, fi), &q, &body))
+        st = nomem(err);
+    q.len = body; /* the question's own text, before the turn closes */
+    if (!st && !tl_strbuf_puts(&q, r->derived.think_open))
+        st = nomem(err);
+    if (!st)
+        st = tl_idseq_append_framed(r->b, seq, q.buf, q.len, body, err);
+    tl_strbuf_free(&q);
+    return st;
+}
+
+/* The reasoning of the wave's thinking fields (branches[j] opened by
+ * think_open), generated together: up to o->think tokens each (the request's
+ * sampling, a stream per field), stopping at the closing text's first token
+ * or the end of the turn. Then each branch gets its reasoning and the
+ * template's closing text: its labels are scored after it. */
+static tl_status think_wave(decide_run *r, const size_t *order, size_t k, tl_idseq *branches, tl_error *err) {
+    size_t m = 0;
+    for (size_t j = 0; j < k; j++)
+        m += r->out[order[j]].think > 0;
+    if (!m)
+        return TL_OK;
+    const char *close = r->derived.think_close;
+    while (*close == ' ' || *close == '\n')
+        close++;
+    int32_t term[3], *ids = NULL;
+    size_t n_term = 0, n = 0;
+    tl_status st = chat_terminator_ids(r, term + 1, &n_term, err);
+    if (!st)
+        st = tl_backend_tokenize(r->b, close, strlen(close), false, true, &ids, &n, err);
+    term[0] = n ? ids[0] : (n_term ? term[1] : 0);
+    free(ids);
+    const int32_t **seqs = calloc(m, sizeof *seqs);
+    size_t *lens = calloc(m, sizeof *lens), *who = calloc(m, sizeof *who);
+    tl_freetext_params *fp = calloc(m, sizeof *fp);
+    tl_freetext_result *fr = calloc(m, sizeof *fr);
+    if (!st && (!seqs || !lens || !who || !fp || !fr))
+        st = nomem(err);
+    for (size_t j = 0, i = 0; !st && j < k; j++) {
+        size_t fi = order[j];
+        const field_outcome *o = &r->out[fi];
+        if (o->think <= 0)
+            continue;
+        who[i] = j;
+        seqs[i] = branches[j].ids;
+        lens[i] = branches[j].n;
+        fp[i++] = (tl_freetext_params){.terminator_ids = term,
+                                       .n_terminator_ids = n_term + 1,
+                                       .max_chars = 64 * (size_t)o->think + 64,
+                                       .sample = {.temperature = r->opts->temperature,
+                                                  .seed = r->opts->seed ^ (TL_RNG_GOLDEN * (uint64_t)(fi + 1)),
+                                                  .max_tokens = (int)o->think}};
+    }
+    tl_usage gen_usage = {0};
+    if (!st && (st = tl_freetext_generate_batch(r->b, m, seqs, lens, fp, fr, &gen_usage, err)))
+        tl_error_wrap(err, "decide: %s: thinking", tl_dfield_where(&r->schema->fields[order[who[0]]]));
+    if (!st && r->b->ops->eval) /* (remote: the per-call usage is already in fr) */
+        tl_usage_add(&r->usage, &gen_usage);
+    for (size_t i = 0; !st && i < m; i++) {
+        size_t j = who[i];
+        field_outcome *o = &r->out[order[j]];
+        if (!r->b->ops->eval)
+            tl_usage_add(&r->usage, &fr[i].usage);
+        else
+            r->usage.output_tokens += fr[i].usage.output_tokens;
+        o->think_n = fr[i].n_ids;
+        o->think_closed = fr[i].closed;
+        if (!(o->think_text = generated_text(&fr[i])))
+            st = nomem(err);
+        if (!st)
+            st = tl_idseq_append_text(r->b, &branches[j], o->think_text, strlen(o->think_text), false, err);
+        if (!st)
+            st = tl_idseq_append_text(r->b, &branches[j], r->derived.think_close, strlen(r->derived.think_close),
+                                      true, err);
+    }
+    for (size_t i = 0; fr && i < m; i++)
+        tl_freetext_result_free(&fr[i]);
+    free(seqs), free(lens), free(who), free(fp), free(fr);
+    return st;
+}
+
 /* ---- one wave ------------------------------------------------------------ */
 
 /* Scores the fields order[0..k) as branches of base in one batched step,
@@ -544,30 +849,43 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
             r->out[fi].inactive = true;
     }
     size_t max_reqs = 0;
-    for (size_t j = 0; j < k; j++)
-        max_reqs += field_requests(r, order[j]);
+    tl_status st = TL_OK;
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t extra = 0;
+        st = corr_extra_requests(r, order[j], &extra, err);
+        max_reqs += field_requests(r, order[j]) + extra;
+    }
     tl_idseq *branches = calloc(k ? k : 1, sizeof *branches);
     tl_score_req *reqs = calloc(max_reqs ? max_reqs : 1, sizeof *reqs);
     pair_branches *pbs = calloc(k ? k : 1, sizeof *pbs);
-    if (!branches || !reqs || !pbs) {
+    corr_branches *cbs = calloc(k ? k : 1, sizeof *cbs);
+    if (st || !branches || !reqs || !pbs || !cbs) {
         free(branches);
         free(reqs);
         free(pbs);
+        free(cbs);
         free(order);
-        return nomem(err);
+        return st ? st : nomem(err);
     }
-    tl_status st = TL_OK;
     size_t n_reqs = 0;
     for (size_t j = 0; j < k && !st; j++) {
         size_t fi = order[j];
-        const tl_dfield *f = &r->schema->fields[fi];
         st = tl_idseq_copy(&branches[j], base, err);
         if (!st)
-            st = append_question(r, &branches[j], fi, err);
-        if (st || tl_dfield_generated(f))
+            st = r->out[fi].think > 0 ? think_open(r, &branches[j], fi, err) : append_question(r, &branches[j], fi, err);
+    }
+    /* the thinking fields' reasoning, all at once, before the labels are scored */
+    if (!st)
+        st = think_wave(r, order, k, branches, err);
+    for (size_t j = 0; j < k && !st; j++) {
+        size_t fi = order[j];
+        const tl_dfield *f = &r->schema->fields[fi];
+        if (tl_dfield_generated(f))
             continue;
         if (r->out[fi].two_token)
             st = pair_requests(r, fi, &branches[j], &pbs[j], reqs, &n_reqs, err);
+        else if (r->out[fi].corrected)
+            st = corr_requests(r, fi, base, &branches[j], &cbs[j], reqs, &n_reqs, err);
         else
             reqs[n_reqs++] =
                 (tl_score_req){branches[j].ids, branches[j].n, r->labels.id, tl_dfield_n_choices(f),
@@ -601,8 +919,9 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
             const tl_dfield *f = &r->schema->fields[fi];
             if (o->two_token)
                 pair_combine(r, fi, &pbs[j]);
-            st = decision_choose(o->logprobs, tl_dfield_n_choices(f), r->opts->temperature, r->opts->seed, fi,
-                                 o->probs, &o->chosen, err);
+            st = o->corrected ? corr_choose(r, fi, &cbs[j], err)
+                              : decision_choose(o->logprobs, tl_dfield_n_choices(f), r->opts->temperature,
+                                                r->opts->seed, fi, o->probs, &o->chosen, err);
             o->decided = true;
             o->abstained = r->opts->threshold > 0 && o->probs[o->chosen] < r->opts->threshold;
             /* the open choice: the label was in the batch, the value is written now */
@@ -630,6 +949,13 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
                 how = r->b->ops->next_logits ? "automaton" : "server regex";
             if (o->trace && how)
                 json_object_set_new(o->trace, "generated_by", json_string(how));
+            if (o->trace && o->corrected)
+                json_object_update_new(o->trace, corr_trace(r, fi, &branches[j], &cbs[j]));
+            if (o->trace && o->think_text)
+                json_object_set_new(o->trace, "reasoning",
+                                    json_pack("{s:s, s:I, s:b, s:I}", "text", o->think_text, "tokens",
+                                              (json_int_t)o->think_n, "closed", o->think_closed, "max_tokens",
+                                              (json_int_t)o->think));
         }
     }
     /* Carry the answers: a one-field wave extends its own branch (so the next
@@ -638,7 +964,7 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
         size_t fi = order[j];
         if (r->out[fi].abstained)
             continue;
-        if (k == 1) {
+        if (k == 1 && !r->out[fi].think) { /* (a reasoning is not kept in the history) */
             tl_idseq tmp = *base;
             *base = branches[0];
             branches[0] = tmp;
@@ -656,10 +982,12 @@ static tl_status run_wave(decide_run *r, tl_idseq *base, const size_t *wave_orde
     for (size_t j = 0; j < k; j++) {
         tl_idseq_free(&branches[j]);
         pair_branches_free(&pbs[j]);
+        corr_branches_free(&cbs[j]);
     }
     free(branches);
     free(reqs);
     free(pbs);
+    free(cbs);
     free(order);
     return st;
 }
@@ -748,8 +1076,6 @@ static void mark_undecided(decide_run *r, const tl_dplan *plan, size_t from_wave
 
 /* ---- result -------------------------------------------------------------- */
 
-static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
-
 /* A candidate's "logprob" (decided fields); a two-token label adds "tokens"
  * [first, second] and "logprobs" [log P(first), log P(second | first)]. */
 static void candidate_scores(const decide_run *r, size_t fi, size_t i, json_t *c) {
@@ -764,6 +1090,35 @@ static void candidate_scores(const decide_run *r, size_t fi, size_t i, json_t *c
     if (o->two_token)
         json_object_set_new(c, "logprobs", json_pack("[o, o]", real_or_null(o->first_lp[i]),
                                                      real_or_null(o->second_lp[i])));
+}
+
+/* {value text: p} over f's values. */
+static json_t *values_probs(const tl_dfield *f, const double *p) {
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < f->n_values; i++)
+        json_object_set_new(o, f->value_keys[i], json_real(p[i]));
+    return o;
+}
+
+/* What corrected a field's distribution: {"debias", "orders", ("prior"),
+ * "calibrate", ("content_free_input"), ("calibration_probabilities")}. */
+static json_t *correction_json(const decide_run *r, size_t fi) {
+    const tl_dfield *f = &r->schema->fields[fi];
+    const field_outcome *o = &r->out[fi];
+    json_t *c = json_pack("{s:s, s:I, s:s}", "debias", tl_debias_name(o->debias), "orders", (json_int_t)o->n_orders,
+                          "calibrate", tl_calibrate_name(o->calibrate));
+    if (c && o->prior) {
+        json_t *pa = json_array();
+        for (size_t i = 0; pa && i < f->n_values; i++)
+            json_array_append_new(pa, json_real(o->prior[i]));
+        json_object_set_new(c, "prior", pa);
+        json_object_set_new(c, "prior_given", json_boolean(f->prior != NULL));
+    }
+    if (c && o->calibrate == TL_CALIBRATE_CONTENT_FREE)
+        json_object_set_new(c, "content_free_input", json_string(o->cf_input));
+    if (c && o->cf_probs)
+        json_object_set_new(c, "calibration_probabilities", values_probs(f, o->cf_probs));
+    return c;
 }
 
 static json_t *field_json(const decide_run *r, size_t fi) {
@@ -846,6 +1201,10 @@ static json_t *field_json(const decide_run *r, size_t fi) {
         json_array_append_new(cands, c);
     }
     json_object_set_new(fj, "probabilities", probs);
+    if (o->corrected && o->decided)
+        json_object_set_new(fj, "raw_probabilities", values_probs(f, o->raw_probs));
+    if (o->corrected && o->decided)
+        json_object_set_new(fj, "correction", correction_json(r, fi));
     json_object_set_new(fj, "candidates", cands);
     if (o->decided) {
         /* label_mass: full-vocabulary probability on the declared labels (decide.h) */
@@ -1090,6 +1449,11 @@ static tl_status build_result(const decide_run *r, tl_dmode mode, double t_prepa
                                   "cached_tokens", (json_int_t)r->usage.cached_tokens, "computed_tokens",
                                   (json_int_t)r->usage.computed_tokens, "forward_passes",
                                   (json_int_t)r->usage.forward_passes));
+    size_t reasoning = 0;
+    for (size_t fi = 0; fi < r->schema->n_fields; fi++)
+        reasoning += r->out[fi].think_text ? r->out[fi].think_n : 0;
+    if (reasoning) /* think-then-decide: the reasoning tokens generated (computed_tokens includes them) */
+        json_object_set_new(json_object_get(res, "usage"), "reasoning_tokens", json_integer((json_int_t)reasoning));
     if (!r->b->ops->next_logits) { /* remote: this decision's round trips, by endpoint */
         const tl_backend_requests *q = &r->b->requests, *q0 = &r->req0;
         json_object_set_new(json_object_get(res, "usage"), "http_requests",
@@ -1263,11 +1627,100 @@ static tl_status fill_labels(decide_run *r, tl_error *err) {
     return TL_OK;
 }
 
+/* Whether field i thinks first: its x-think, else the options' think (on
+ * the fields that can: plain choices, neither open nor two-token). */
+static tl_status resolve_think(decide_run *r, size_t i, tl_error *err) {
+    const tl_dfield *f = &r->schema->fields[i];
+    field_outcome *o = &r->out[i];
+    bool own = f->think_tokens >= 0;
+    long n = own ? f->think_tokens : r->opts->think;
+    bool can = !f->open && !o->two_token && f->domain_from < 0;
+    if (!n || (!own && !can))
+        return TL_OK;
+    if (!can)
+        return tl_error_set(err, TL_ERR_SCHEMA, "schema: %s/x-think: only plain choice fields think first (not open, "
+                            "x-domain-from or two-token fields)", f->path);
+    if (r->render.style != TL_STYLE_CHAT || r->render.chat != &r->derived.framing || !r->derived.think_open)
+        return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                            "decide: %s: think-then-decide needs a reasoning chat template that renders an assistant "
+                            "turn's reasoning (the model's own, or --chat-template FILE.jinja: Qwen3, gpt-oss, "
+                            "DeepSeek-R1, ...); %s", tl_dfield_where(f),
+                            r->render.style != TL_STYLE_CHAT ? "this decision is in record style"
+                            : r->render.chat != &r->derived.framing ? "a built-in framing has no reasoning block"
+                                                                    : "this template shows none");
+    o->think = n;
+    return TL_OK;
+}
+
+/* Which fields are corrected, and how: the schema's x-debias / x-calibrate,
+ * else the options' (on every field that can take them). */
+static tl_status resolve_corrections(decide_run *r, tl_error *err) {
+    const tl_decide_opts *op = r->opts;
+    tl_debias odm = TL_DEBIAS_NONE;
+    tl_calibrate ocm = TL_CALIBRATE_NONE;
+    if (op->debias)
+        tl_debias_parse(op->debias, &odm);
+    if (op->calibrate)
+        tl_calibrate_parse(op->calibrate, &ocm);
+    for (size_t i = 0; i < r->schema->n_fields; i++) {
+        const tl_dfield *f = &r->schema->fields[i];
+        field_outcome *o = &r->out[i];
+        if (tl_dfield_generated(f) || f->constant || f->skip)
+            continue;
+        tl_status st = resolve_think(r, i, err);
+        if (st)
+            return st;
+        tl_debias dm = (tl_debias)f->debias;
+        tl_calibrate cm = (tl_calibrate)f->calibrate;
+        const char *input = f->cf_input;
+        if (!f->corrections_set) {
+            if (f->open || f->domain_from >= 0 || o->two_token)
+                continue;
+            dm = odm, cm = ocm, input = op->content_free;
+        }
+        if (!dm && !cm)
+            continue;
+        if (o->think)
+            return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                                "decide: %s: think-then-decide with x-debias or x-calibrate is not supported (each "
+                                "order would need its own reasoning)", tl_dfield_where(f));
+        if (o->two_token)
+            return tl_error_set(err, TL_ERR_SCHEMA,
+                                "schema: %s: x-debias and x-calibrate need single-token labels (%zu values here)",
+                                f->path, f->n_values);
+        if (dm == TL_DEBIAS_FULL && f->n_values > TL_DEBIAS_FULL_MAX_VALUES)
+            return tl_error_set(err, TL_ERR_INVALID,
+                                "decide: %s: debias full scores all n! orders; %zu values is more than %d (use permute)",
+                                tl_dfield_where(f), f->n_values, TL_DEBIAS_FULL_MAX_VALUES);
+        size_t n = f->n_values;
+        o->debias = dm;
+        o->calibrate = cm;
+        o->cf_input = cm == TL_CALIBRATE_PMI ? "" : input ? input : TL_CALIBRATE_DEFAULT_INPUT;
+        o->corrected = true;
+        o->raw_probs = calloc(n, sizeof *o->raw_probs);
+        o->prior = dm == TL_DEBIAS_PRIDE ? calloc(n, sizeof *o->prior) : NULL;
+        o->cf_probs = cm ? calloc(n, sizeof *o->cf_probs) : NULL;
+        if (!o->raw_probs || (dm == TL_DEBIAS_PRIDE && !o->prior) || (cm && !o->cf_probs))
+            return nomem(err);
+    }
+    return TL_OK;
+}
+
 static tl_status check_opts(const tl_decide_opts *o, tl_error *err) {
     if (!(o->temperature >= 0) || !isfinite(o->temperature))
         return tl_error_set(err, TL_ERR_INVALID, "decide: temperature must be a finite number >= 0");
     if (!(o->threshold >= 0 && o->threshold <= 1))
         return tl_error_set(err, TL_ERR_INVALID, "decide: threshold must be within [0, 1]");
+    tl_debias dm;
+    tl_calibrate cm;
+    if (o->debias && !tl_debias_parse(o->debias, &dm))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: unknown debias method '%s' (permute, full, pride, none)",
+                            o->debias);
+    if (o->calibrate && !tl_calibrate_parse(o->calibrate, &cm))
+        return tl_error_set(err, TL_ERR_INVALID, "decide: unknown calibration '%s' (content-free, pmi, none)",
+                            o->calibrate);
+    if (o->think < 0 || o->think > 65536)
+        return tl_error_set(err, TL_ERR_INVALID, "decide: think must be within [0, 65536] tokens");
     return TL_OK;
 }
 
@@ -1356,7 +1809,7 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
             r->out[i].chosen = 0;
         }
     }
-    if ((st = fill_labels(r, err)) ||
+    if ((st = fill_labels(r, err)) || (st = resolve_corrections(r, err)) ||
         (st = tl_dplan_make(r->schema, mode, done, &plan, err)) ||
         (st = tl_render_begin(b, &r->render, r->schema, context ? context : "", context_len, &base, err)))
         goto out;
@@ -1429,10 +1882,17 @@ out:
             free(r->out[i].probs);
             free(r->out[i].first_lp);
             free(r->out[i].second_lp);
+            free(r->out[i].raw_probs);
+            free(r->out[i].cf_probs);
+            free(r->out[i].prior);
+            free(r->out[i].think_text);
             json_decref(r->out[i].trace);
             free(r->out[i].num_text);
             free(r->out[i].open_text);
         }
+    for (size_t i = 0; i < r->n_cf; i++)
+        tl_idseq_free(&r->cf[i].seq);
+    free(r->cf);
     tl_number_index_free(r->number_index);
     tl_labelpairs_free(&r->pairs);
     tl_chat_derived_free(&r->derived);

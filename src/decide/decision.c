@@ -32,7 +32,8 @@ typedef struct choice_view {
     const json_t *value; /* JSON null for the open option */
     const char *label;
     int32_t token;
-    double probability;  /* renormalized over the choices */
+    double probability;  /* renormalized over the choices (corrected, when a correction was asked) */
+    double raw_probability; /* the model's own, before any correction */
     double logprob;      /* full vocabulary; NaN when not scored */
 } choice_view;
 
@@ -174,6 +175,9 @@ static tl_status index_field(field_view *fv, const tl_dfield *f, const json_t *f
     }
     const json_t *cands = json_object_get(fj, "candidates");
     const json_t *probs = json_object_get(fj, "probabilities");
+    const json_t *raw = json_object_get(fj, "raw_probabilities");
+    if (!raw)
+        raw = probs;
     if (json_is_true(json_object_get(fj, "constant"))) { /* known without asking: no choices scored */
         fv->probability = 1.0;
         return TL_OK;
@@ -197,6 +201,7 @@ static tl_status index_field(field_view *fv, const tl_dfield *f, const json_t *f
         cv->label = json_string_value(json_object_get(c, "label"));
         cv->token = (int32_t)json_integer_value(json_object_get(c, "token"));
         cv->probability = number_or_nan(json_object_get(probs, pkey));
+        cv->raw_probability = number_or_nan(json_object_get(raw, pkey));
         cv->logprob = number_or_nan(json_object_get(c, "logprob"));
         if (fv->label && cv->label && !strcmp(fv->label, cv->label))
             fv->chosen = (long)j;
@@ -366,6 +371,7 @@ CHOICE_GETTER(const char *, tl_decision_choice_label, c->label, NULL)
 CHOICE_GETTER(int32_t, tl_decision_choice_token, c->token, -1)
 CHOICE_GETTER(double, tl_decision_choice_probability, c->probability, NAN)
 CHOICE_GETTER(double, tl_decision_choice_logprob, c->logprob, NAN)
+CHOICE_GETTER(double, tl_decision_choice_raw_probability, c->raw_probability, NAN)
 
 /* ---- values ------------------------------------------------------------------------- */
 

@@ -70,22 +70,26 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
     return ok;
 }
 
+/* The value shown at label position p: order[p], or p without an order. */
+static size_t value_at(const size_t *order, size_t p) { return order ? order[p] : p; }
+
 /* {"A":"meal","B":"travel"} */
-static bool put_choices(const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out) {
+static bool put_choices(const tl_dfield *f, const tl_label_text *labels, const size_t *order, tl_strbuf *out) {
     bool ok = tl_strbuf_putc(out, '{');
     for (size_t i = 0; i < f->n_values; i++)
-        ok &= tl_strbuf_printf(out, "%s\"%s\":%s", i ? "," : "", labels[i], f->value_json[i]);
+        ok &= tl_strbuf_printf(out, "%s\"%s\":%s", i ? "," : "", labels[i], f->value_json[value_at(order, i)]);
     return ok && tl_strbuf_putc(out, '}');
 }
 
 /* {"A":"food and drink"}, only the values that have a description. */
-static bool put_descriptions(const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out) {
+static bool put_descriptions(const tl_dfield *f, const tl_label_text *labels, const size_t *order, tl_strbuf *out) {
     bool ok = tl_strbuf_putc(out, '{'), first = true;
     for (size_t i = 0; i < f->n_values; i++) {
-        if (!f->value_descs[i])
+        const char *d = f->value_descs[value_at(order, i)];
+        if (!d)
             continue;
         ok &= tl_strbuf_printf(out, "%s\"%s\":", first ? "" : ",", labels[i]);
-        ok &= tl_strbuf_json_string(out, f->value_descs[i], strlen(f->value_descs[i]));
+        ok &= tl_strbuf_json_string(out, d, strlen(d));
         first = false;
     }
     return ok && tl_strbuf_putc(out, '}');
@@ -100,6 +104,11 @@ static bool has_descriptions(const tl_dfield *f) {
 
 bool tl_render_question_text(const tl_render *r, const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out,
                              size_t *body_len) {
+    return tl_render_question_text_order(r, f, labels, NULL, out, body_len);
+}
+
+bool tl_render_question_text_order(const tl_render *r, const tl_dfield *f, const tl_label_text *labels,
+                                   const size_t *order, tl_strbuf *out, size_t *body_len) {
     size_t start = out->len;
     bool chat = r->style == TL_STYLE_CHAT;
     const char *indent = chat ? "  " : "";
@@ -127,11 +136,11 @@ bool tl_render_question_text(const tl_render *r, const tl_dfield *f, const tl_la
         tl_strbuf_free(&desc);
     } else {
         ok &= tl_strbuf_printf(out, "%s%schoices=", sep, indent);
-        ok &= put_choices(f, labels, out);
+        ok &= put_choices(f, labels, order, out);
     }
     if (!generated && has_descriptions(f)) {
         ok &= tl_strbuf_printf(out, "%s%sdescriptions=", sep, indent);
-        ok &= put_descriptions(f, labels, out);
+        ok &= put_descriptions(f, labels, order, out);
     }
     if (f->open) {
         /* open={"C":"other"}: the label that lets the model write the value */

@@ -49,6 +49,12 @@ bool tl_render_context_text(const tl_render *r, const tl_dschema *s, const char 
  * which is tokenized without special tokens so it cannot inject turn markers. */
 bool tl_render_question_text(const tl_render *r, const tl_dfield *f, const tl_label_text *labels, tl_strbuf *out,
                              size_t *body_len);
+/* The same with the values shown in another order: label i stands for value
+ * order[i] (order NULL: the identity, byte for byte the text above). Only the
+ * choices and descriptions lines differ between orders; everything before
+ * them (the name and the question) is the same text, so the orders share it. */
+bool tl_render_question_text_order(const tl_render *r, const tl_dfield *f, const tl_label_text *labels,
+                                   const size_t *order, tl_strbuf *out, size_t *body_len);
 /* What follows the chosen label: the value written back and the turn or
  * record closed; *body_len as above. */
 bool tl_render_answer_text(const tl_render *r, const tl_dfield *f, size_t value_idx, tl_strbuf *out,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide/correct.h"
 #include "util/error.h"
 #include "util/hash.h"
 #include "util/strbuf.h"
@@ -162,6 +163,8 @@ static void field_free(tl_dfield *f) {
     free(f->pattern);
     free(f->after);
     free(f->place);
+    free(f->prior);
+    free(f->cf_input);
 }
 
 void tl_dschema_free(tl_dschema *s) {
@@ -447,6 +450,7 @@ static const keyword KEYWORDS[] = {
     {"items", KW_ARR, NULL}, {"minItems", KW_ARR, NULL}, {"maxItems", KW_ARR, NULL},
     {"uniqueItems", KW_ARR, NULL}, {"x-length", KW_ARR, NULL},
     {"properties", KW_OBJ, NULL}, {"required", KW_OBJ, NULL}, {"additionalProperties", KW_OBJ, NULL},
+    {"x-debias", KW_ENUM, NULL}, {"x-calibrate", KW_ENUM, NULL}, {"x-think", KW_ENUM, NULL},
     {"x-strict", KW_ROOT, NULL},
     {"not", KW_REFUSED, "a negation has no finite domain or automaton"},
     {"if", KW_REFUSED, "conditional schemas are not decided"},
@@ -1285,6 +1289,141 @@ static tl_status field_parse_open(walk *w, size_t fi, const prop_view *v) {
     return TL_OK;
 }
 
+/* ---- corrections: x-debias, x-calibrate, x-think ----------------------------- */
+
+/* "x-debias": "permute" | "full" | "pride" | "none", or {"method", "orders", "prior"}. */
+static tl_status field_parse_debias(walk *w, tl_dfield *f, const prop_view *v) {
+    const json_t *d = view_get(v, "x-debias");
+    if (!d)
+        return TL_OK;
+    const char *at = view_path_of(v, "x-debias");
+    const json_t *method = json_is_object(d) ? json_object_get(d, "method") : d;
+    tl_debias m;
+    if (!json_is_string(method) || !tl_debias_parse(json_string_value(method), &m))
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-debias%s: must be \"permute\", \"full\", \"pride\" or \"none\"%s", at,
+                            json_is_object(d) ? "/method" : "",
+                            json_is_object(d) ? "" : " (or an object {\"method\", \"orders\", \"prior\"})");
+    if (json_is_object(d)) {
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)d, k, x) {
+            if (strcmp(k, "method") && strcmp(k, "orders") && strcmp(k, "prior"))
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-debias/%s: unknown key (method, orders, prior)",
+                                    at, k);
+        }
+        const json_t *ko = json_object_get(d, "orders");
+        if (ko) {
+            if (m != TL_DEBIAS_PERMUTE && m != TL_DEBIAS_PRIDE)
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-debias/orders: only permute and pride take "
+                                    "a number of orders", at);
+            if (!json_is_integer(ko) || json_integer_value(ko) < 1 || (size_t)json_integer_value(ko) > f->n_values)
+                return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                    "schema: %s/x-debias/orders: must be an integer in [1, %zu] (one order per shift "
+                                    "of the labels)", at, f->n_values);
+            f->debias_orders = (size_t)json_integer_value(ko);
+        }
+        const json_t *pr = json_object_get(d, "prior");
+        if (pr) {
+            if (m != TL_DEBIAS_PRIDE)
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-debias/prior: only pride takes a prior", at);
+            if (!json_is_array(pr) || json_array_size(pr) != f->n_values)
+                return tl_error_set(w->err, TL_ERR_SCHEMA,
+                                    "schema: %s/x-debias/prior: must be an array of %zu positive numbers (one per "
+                                    "label position, A first)", at, f->n_values);
+            if (!(f->prior = malloc(f->n_values * sizeof *f->prior)))
+                return nomem(w->err);
+            for (size_t i = 0; i < f->n_values; i++) {
+                const json_t *x = json_array_get(pr, i);
+                double p = json_is_number(x) ? json_number_value(x) : -1;
+                if (!(p > 0) || !isfinite(p))
+                    return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-debias/prior/%zu: must be a number > 0",
+                                        at, i);
+                f->prior[i] = p;
+            }
+        }
+    }
+    if (m == TL_DEBIAS_FULL && f->n_values > TL_DEBIAS_FULL_MAX_VALUES)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-debias: \"full\" scores all n! orders; %zu values would be %s; at most %d "
+                            "values (use \"permute\")", at, f->n_values, "too many", TL_DEBIAS_FULL_MAX_VALUES);
+    f->debias = (int)m;
+    return TL_OK;
+}
+
+/* "x-calibrate": "content-free" | "pmi" | "none", or {"method", "input"}. */
+static tl_status field_parse_calibrate(walk *w, tl_dfield *f, const prop_view *v) {
+    const json_t *c = view_get(v, "x-calibrate");
+    if (!c)
+        return TL_OK;
+    const char *at = view_path_of(v, "x-calibrate");
+    const json_t *method = json_is_object(c) ? json_object_get(c, "method") : c;
+    tl_calibrate m;
+    if (!json_is_string(method) || !tl_calibrate_parse(json_string_value(method), &m))
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-calibrate%s: must be \"content-free\", \"pmi\" or \"none\"%s", at,
+                            json_is_object(c) ? "/method" : "",
+                            json_is_object(c) ? "" : " (or an object {\"method\", \"input\"})");
+    if (json_is_object(c)) {
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)c, k, x) {
+            if (strcmp(k, "method") && strcmp(k, "input"))
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-calibrate/%s: unknown key (method, input)",
+                                    at, k);
+        }
+        const json_t *in = json_object_get(c, "input");
+        if (in && (!json_is_string(in) || m != TL_CALIBRATE_CONTENT_FREE))
+            return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-calibrate/input: %s", at,
+                                m != TL_CALIBRATE_CONTENT_FREE ? "only content-free takes an input"
+                                                               : "must be a string (the content-free input)");
+        if (in && !(f->cf_input = dup_str(json_string_value(in))))
+            return nomem(w->err);
+    }
+    f->calibrate = (int)m;
+    return TL_OK;
+}
+
+/* "x-think": {"max_tokens": N} or N (0..65536). */
+static tl_status field_parse_think(walk *w, tl_dfield *f, const prop_view *v) {
+    const json_t *t = view_get(v, "x-think");
+    if (!t)
+        return TL_OK;
+    const json_t *n = t;
+    if (json_is_object(t)) {
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)t, k, x) {
+            if (strcmp(k, "max_tokens"))
+                return tl_error_set(w->err, TL_ERR_SCHEMA, "schema: %s/x-think/%s: unknown key (max_tokens)",
+                                    view_path_of(v, "x-think"), k);
+        }
+        n = json_object_get(t, "max_tokens");
+    }
+    if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > 65536)
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/x-think: must be {\"max_tokens\": N} with N an integer in [0, 65536]",
+                            view_path_of(v, "x-think"));
+    f->think_tokens = (long)json_integer_value(n);
+    return TL_OK;
+}
+
+static tl_status field_parse_corrections(walk *w, tl_dfield *f, const prop_view *v) {
+    tl_status st = field_parse_debias(w, f, v);
+    if (!st)
+        st = field_parse_calibrate(w, f, v);
+    if (!st)
+        st = field_parse_think(w, f, v);
+    if (st)
+        return st;
+    f->corrections_set = view_get(v, "x-debias") || view_get(v, "x-calibrate");
+    if ((f->debias || f->calibrate) && (f->open || f->domain_from >= 0))
+        return tl_error_set(w->err, TL_ERR_SCHEMA,
+                            "schema: %s/%s: does not apply to a field whose domain grows (open, x-domain-from)",
+                            f->path, f->debias ? "x-debias" : "x-calibrate");
+    return TL_OK;
+}
+
 tl_status tl_dfield_add_string(tl_dfield *f, const char *text, bool *added, tl_error *err) {
     *added = false;
     if (f->n_values >= TL_DFIELD_MAX_VALUES)
@@ -1348,6 +1487,7 @@ static tl_status new_field(walk *w, const char *path, char *const *segs, size_t 
     tl_dfield *f = &w->s->fields[w->s->n_fields++];
     memset(f, 0, sizeof *f);
     f->domain_from = -1;
+    f->think_tokens = -1;
     f->group = -1;
     f->absent = SIZE_MAX;
     f->path = dup_str(path);
@@ -1603,6 +1743,8 @@ static tl_status add_leaf(walk *w, walk_deps *wd, prop_view *v, const char *path
     }
     f = &w->s->fields[fi];
     f->skip = skip || opt == 2;
+    if (!st && presence < 0 && !tl_dfield_generated(f)) /* (absent, null: declared values by now) */
+        st = field_parse_corrections(w, f, v);
     if (!st)
         st = record_deps(w, wd, fi, gv, path);
     if (!st)

@@ -94,6 +94,15 @@ typedef struct tl_dfield {
     size_t *after;        /* fields decided before this one in every mode but sequential (its condition's field; */
     size_t n_after;       /*  for "more" the previous item's fields) */
     char *place;          /* inside an array: the value's JSON path (/people/0/name) for messages; else NULL */
+    /* Corrections of a categorical field's distribution (correct.h): "x-debias",
+     * "x-calibrate"; and "x-think": reasoning tokens before the answer. */
+    int debias;           /* tl_debias; 0: none (tl_decide_opts.debias may set it) */
+    size_t debias_orders; /* cyclic orders wanted (permute, pride); 0: min(n, 8) */
+    double *prior;        /* pride: the given prior over label positions (n_values), or NULL: estimated */
+    int calibrate;        /* tl_calibrate; 0: none */
+    char *cf_input;       /* content-free input, or NULL: the default ("N/A"; pmi: none) */
+    bool corrections_set; /* the schema said x-debias or x-calibrate (the options do not override it) */
+    long think_tokens;    /* x-think max_tokens; -1: not given (tl_decide_opts.think applies) */
 } tl_dfield;
 
 /* Where messages name a field: its value's path inside an array, else its schema path. */

@@ -1,5 +1,6 @@
 /* decide_api.c: POST /v1/decide, `typellm decide` over HTTP:
- * {context, schema, mode, style, temperature, seed, threshold} -> the same
+ * {context, schema, mode, style, temperature, seed, threshold, debias,
+ * calibrate, content_free, think} -> the same
  * JSON the command prints. Validation errors are FastAPI-shaped (422 with a
  * loc path); schema errors from tl_decide keep its JSON path in the message. */
 #include <math.h>
@@ -121,6 +122,11 @@ bool decide_request_parse(const char *body, size_t len, decide_request *out, par
         }
         out->trace = json_is_true(tr);
     }
+    const char *key = NULL, *msg = NULL;
+    if (!decide_corrections_parse(root, &out->corr, &key, &msg)) {
+        fail(f, key, "value_error", msg);
+        goto bad;
+    }
     return true;
 bad:
     decide_request_free(out);
@@ -233,6 +239,7 @@ void handle_decide(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     opts.seed = dr.seed;
     opts.threshold = dr.threshold;
     opts.trace = dr.trace;
+    decide_corrections_apply(&dr.corr, &opts);
     json_t *result = NULL;
     st = server_decide(s, req, dr.context, dr.context_len, dr.schema, &opts, &result, &err);
     tl_server_slot_release(s);

@@ -355,7 +355,9 @@ bool od_request_parse(const char *body, size_t len, int max_questions, od_reques
         goto bad;
     }
     static const char *const top_keys[] = {"model", "input", "questions", "prompt_cache_key", "prompt_cache_options",
-                                           "safety_identifier", "return_prompt_token_ids", NULL};
+                                           "safety_identifier", "return_prompt_token_ids",
+                                           /* extensions: corrected distributions */
+                                           "debias", "calibrate", "content_free", "think", NULL};
     if (!only_known_keys(root, top_keys, "", f))
         goto bad;
     const json_t *model = json_object_get(root, "model");
@@ -383,6 +385,11 @@ bool od_request_parse(const char *body, size_t len, int max_questions, od_reques
         goto bad;
     }
     out->return_prompt_token_ids = json_is_true(rpt);
+    const char *ckey = NULL, *cmsg = NULL;
+    if (!decide_corrections_parse(root, &out->corr, &ckey, &cmsg)) {
+        fail_openai(f, 400, ckey, "invalid_value", "%s", cmsg);
+        goto bad;
+    }
     const json_t *in = json_object_get(root, "input");
     if (!in) {
         fail_openai(f, 400, "input", "missing_required_parameter", "input: required");
@@ -576,6 +583,29 @@ static void add_token_ids(json_t *a, const json_t *field, const od_question *q, 
     json_object_set_new(a, "label_token_ids", labels);
 }
 
+/* Extension, when a correction was asked: the model's own distribution beside
+ * the corrected one, in the answer's shape (predicate: raw_probability;
+ * choice, score: raw_probabilities in option order). */
+static void add_raw_probabilities(json_t *a, const json_t *field, const od_question *q, const char *const *keys,
+                                  size_t n) {
+    const json_t *raw = json_object_get(field, "raw_probabilities");
+    double p[OD_MAX_OPTIONS], sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *v = json_object_get(raw, keys[k]);
+        sum += p[k] = json_is_number(v) ? json_number_value(v) : 0.0;
+    }
+    for (size_t k = 0; k < n; k++)
+        p[k] = sum > 0 ? p[k] / sum : 1.0 / (double)n;
+    if (q->type == OD_PREDICATE) {
+        json_object_set_new(a, "raw_probability", json_real(p[0]));
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(arr, json_real(p[k]));
+    json_object_set_new(a, "raw_probabilities", arr);
+}
+
 bool od_build_answers(const od_request *r, const json_t *result, json_t **answers_out, tl_error *err) {
     json_t *answers = json_array();
     double p[OD_MAX_OPTIONS];
@@ -618,6 +648,8 @@ bool od_build_answers(const od_request *r, const json_t *result, json_t **answer
                               so_score_confidence(p, n), "probabilities", probs);
         }
         json_object_set_new(a, "label_mass", json_real(decision_label_mass(qa.field)));
+        if (json_object_get(qa.field, "raw_probabilities"))
+            add_raw_probabilities(a, qa.field, q, keys, n);
         if (r->return_prompt_token_ids)
             add_token_ids(a, qa.field, q, keys);
         json_array_append_new(answers, a);
@@ -662,6 +694,7 @@ void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r
     memset(&opts, 0, sizeof opts);
     opts.mode = "batch";
     opts.trace = dr.return_prompt_token_ids;
+    decide_corrections_apply(&dr.corr, &opts);
     st = server_decide(s, req, dr.input, dr.input_len, schema, &opts, &result, &err);
     tl_server_slot_release(s);
     if (st != TL_OK) {
@@ -682,6 +715,14 @@ void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r
                               "input_tokens_details", "cached_tokens", cached, "cache_write_tokens", computed,
                               "output_tokens", 0, "output_tokens_details", "reasoning_tokens", 0, "total_tokens",
                               in_tok);
+    /* think-then-decide: the reasoning written is output */
+    json_int_t reasoning = json_integer_value(json_object_get(u, "reasoning_tokens"));
+    if (reasoning) {
+        json_t *ru = json_object_get(reply, "usage");
+        json_object_set_new(ru, "output_tokens", json_integer(reasoning));
+        json_object_set_new(json_object_get(ru, "output_tokens_details"), "reasoning_tokens", json_integer(reasoning));
+        json_object_set_new(ru, "total_tokens", json_integer(in_tok + reasoning));
+    }
     answers = NULL;
     reply_json(r, 200, reply);
 out:

@@ -177,6 +177,19 @@ typedef struct od_question {
     const json_t *options;   /* borrowed from the request: choices / levels array; NULL for predicates */
     size_t n_options;
 } od_question;
+/* Extension fields of /v1/decide and /v1/decisions (corrections.c): the
+ * corrected-distribution options of tl_decide_opts, borrowed from the body. */
+typedef struct decide_corrections {
+    const char *debias;       /* "permute" | "full" | "pride" | "none" | NULL */
+    const char *calibrate;    /* "content-free" | "pmi" | "none" | NULL */
+    const char *content_free; /* the content-free input, or NULL */
+    int think;                /* reasoning tokens before each decision */
+} decide_corrections;
+/* Reads "debias", "calibrate", "content_free", "think" of body object root;
+ * false with *key naming the bad one and *msg why. */
+bool decide_corrections_parse(const json_t *root, decide_corrections *out, const char **key, const char **msg);
+void decide_corrections_apply(const decide_corrections *c, tl_decide_opts *o);
+
 typedef struct od_request {
     json_t *root;            /* the parsed body (owns options) */
     char *model;
@@ -185,6 +198,7 @@ typedef struct od_request {
     od_question *questions;
     size_t n_questions;
     bool return_prompt_token_ids; /* extension (as SGLang): the rendered prompt and label ids per answer */
+    decide_corrections corr;      /* extension: corrected distributions (raw_probabilities in the answers) */
 } od_request;
 /* Parses and validates; on failure fills *fail (OpenAI error body, 400). */
 bool od_request_parse(const char *body, size_t len, int max_questions, od_request *out, parse_failure *fail);
@@ -298,6 +312,7 @@ typedef struct decide_request {
     uint64_t seed;
     double threshold;
     bool trace;              /* "trace": true: decide's --trace, and each token's text ("pieces") */
+    decide_corrections corr;
 } decide_request;
 bool decide_request_parse(const char *body, size_t len, decide_request *out, parse_failure *fail);
 void decide_request_free(decide_request *r);
