@@ -53,6 +53,10 @@ typedef struct tl_server_params {
      * model's. Checked by tl_server_new; must outlive the server. */
     const char *chat_template;
     const char *chat_template_jinja;
+    /* The shared session's context (tl_session_params.n_ctx): 0 is the model's
+     * trained context; beyond it only with extend_ctx (`serve -c N`). */
+    int32_t n_ctx;
+    bool extend_ctx;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

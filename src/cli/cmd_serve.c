@@ -39,8 +39,8 @@ int tl_cmd_serve(int argc, char **argv) {
     tl_server_params p;
     memset(&p, 0, sizeof p);
     long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
-         timeout = 0;
-    bool quiet = false, no_mmap = false;
+         timeout = 0, n_ctx = 0;
+    bool quiet = false, no_mmap = false, extend = false;
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
@@ -73,6 +73,9 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a file"},
         {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
         TL_OPT_NO_MMAP(&no_mmap),
+        TL_OPT_CTX(&n_ctx),
+        {0, "extend-ctx", TL_OPT_FLAG, &extend,
+         .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -133,6 +136,17 @@ int tl_cmd_serve(int argc, char **argv) {
         free(template_src);
         return 1;
     }
+    /* -c past the trained context extends it with a warning, as in every
+     * subcommand; --extend-ctx (as in `logits`) sizes it to the longest
+     * prompt accepted, --max-tokens. */
+    tl_session_params sp = {0};
+    tl_cli_ctx("serve", m, n_ctx, &sp);
+    if (extend && max_tokens > tl_model_n_ctx_train(m) && max_tokens > sp.n_ctx) {
+        sp.n_ctx = (int32_t)max_tokens;
+        sp.extend_ctx = true;
+    }
+    p.n_ctx = sp.n_ctx;
+    p.extend_ctx = sp.extend_ctx;
     tl_server *s = NULL;
     if (tl_server_new(m, &p, &s, &err) != TL_OK || tl_server_start(s, &err) != TL_OK) {
         tl_cli_error("serve", err.msg);
