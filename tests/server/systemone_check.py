@@ -131,7 +131,10 @@ check_reply(many, st, body)
 # `serve -c/--ctx-size`; test_systemone.sh then serves it from `serve -c 16384` (long_context below)
 DESCRIBED = {"state": "pick", "questions": {"c255": {"type": "choice", "criteria": {
     f"opt{i}": f"the catalogue entry number {i}, for requests of kind {i % 7}" for i in range(255)}}}}
-if len(sys.argv) > 4 and sys.argv[4] == "long_context":
+LONG = len(sys.argv) > 4 and sys.argv[4] == "long_context"
+st, tok, _ = call("/tokenize", {"prompt": "pick"})
+check(st == 200 and tok["max_model_len"] == (16384 if LONG else 4096), f"/tokenize max_model_len is the context: {tok}")
+if LONG:
     st, body, _ = call("/v1/systemone", DESCRIBED)
     check_reply(DESCRIBED, st, body)
     finish("systemone_check long_context", sys.stderr)
