@@ -103,7 +103,8 @@ class ServerParams(ctypes.Structure):
                 ("max_tokens", c_int), ("max_new_tokens", c_int), ("max_queue", c_int),
                 ("request_timeout_s", c_double), ("header_timeout_s", c_double), ("body_timeout_s", c_double),
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
-                ("chat_template", c_char_p), ("chat_template_jinja", c_char_p)]
+                ("chat_template", c_char_p), ("chat_template_jinja", c_char_p), ("n_ctx", c_int32),
+                ("extend_ctx", c_bool)]
 
 
 class AeonSynthParams(ctypes.Structure):
