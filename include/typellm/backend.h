@@ -130,6 +130,10 @@ TL_API int32_t tl_backend_n_vocab(const tl_backend *b);
 TL_API const tl_vocab *tl_backend_vocab(const tl_backend *b);
 /* The model's chat template (Jinja source), or NULL. Owned by the backend. */
 TL_API const char *tl_backend_chat_template(const tl_backend *b);
+/* The longest sequence it accepts (a local or shared backend: its session's
+ * context, the model's unless tl_session_params.n_ctx set another); 0:
+ * unknown (a remote server that does not say). */
+TL_API int32_t tl_backend_n_ctx(const tl_backend *b);
 
 /* ---- calls ----------------------------------------------------------------- */
 

@@ -56,6 +56,10 @@ typedef struct tl_server_params {
     bool no_ui;               /* no playground page at GET / (404) */
     bool metrics_public;      /* GET /metrics without the API key */
     bool log_json;            /* request log lines as JSON objects instead of text */
+    /* The shared session's context (tl_session_params.n_ctx): 0 is the model's
+     * trained context; beyond it only with extend_ctx (`serve -c N`). */
+    int32_t n_ctx;
+    bool extend_ctx;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

@@ -105,7 +105,8 @@ class ServerParams(ctypes.Structure):
                 ("request_timeout_s", c_double), ("header_timeout_s", c_double), ("body_timeout_s", c_double),
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p),
-                ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool)]
+                ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool), ("n_ctx", c_int32),
+                ("extend_ctx", c_bool)]
 
 
 class AeonSynthParams(ctypes.Structure):

@@ -71,6 +71,7 @@ const char *tl_backend_model_name(const tl_backend *b) { return b ? b->model_nam
 int32_t tl_backend_n_vocab(const tl_backend *b) { return b ? b->n_vocab : 0; }
 const tl_vocab *tl_backend_vocab(const tl_backend *b) { return b ? b->vocab : NULL; }
 const char *tl_backend_chat_template(const tl_backend *b) { return b ? b->chat_template : NULL; }
+int32_t tl_backend_n_ctx(const tl_backend *b) { return b ? b->n_ctx : 0; }
 
 tl_seq *tl_score_reqs_to_seqs(const tl_score_req *reqs, size_t k, tl_error *err) {
     tl_seq *seqs = calloc(k ? k : 1, sizeof *seqs);

@@ -39,8 +39,8 @@ int tl_cmd_serve(int argc, char **argv) {
     tl_server_params p;
     memset(&p, 0, sizeof p);
     long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
-         timeout = 0;
-    bool quiet = false, no_mmap = false;
+         timeout = 0, n_ctx = 0;
+    bool quiet = false, no_mmap = false, extend = false;
     const char *log_format = "text";
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
@@ -78,6 +78,9 @@ int tl_cmd_serve(int argc, char **argv) {
         {0, "metrics-public", TL_OPT_FLAG, &p.metrics_public, .help = "GET /metrics without the API key"},
         {0, "log-format", TL_OPT_STR, &log_format, .metavar = "text|json",
          .help = "request log lines: text (default) or one JSON object each"},
+        TL_OPT_CTX(&n_ctx),
+        {0, "extend-ctx", TL_OPT_FLAG, &extend,
+         .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -141,6 +144,17 @@ int tl_cmd_serve(int argc, char **argv) {
         free(template_src);
         return 1;
     }
+    /* -c past the trained context extends it with a warning, as in every
+     * subcommand; --extend-ctx (as in `logits`) sizes it to the longest
+     * prompt accepted, --max-tokens. */
+    tl_session_params sp = {0};
+    tl_cli_ctx("serve", m, n_ctx, &sp);
+    if (extend && max_tokens > tl_model_n_ctx_train(m) && max_tokens > sp.n_ctx) {
+        sp.n_ctx = (int32_t)max_tokens;
+        sp.extend_ctx = true;
+    }
+    p.n_ctx = sp.n_ctx;
+    p.extend_ctx = sp.extend_ctx;
     tl_server *s = NULL;
     if (tl_server_new(m, &p, &s, &err) != TL_OK || tl_server_start(s, &err) != TL_OK) {
         tl_cli_error("serve", err.msg);

@@ -74,4 +74,19 @@ void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, fl
  * tl_matmul(p, W[i], X, n_tok, Y[i]) gives. n <= 8. */
 void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *X, int64_t n_tok, float *const *Y);
 
+/* ---- oracle (oracle.c; a test instrument) ------------------------------- */
+
+/* TL_ORACLE_OFF: the kernels as above. TL_ORACLE_EXACT: every tl_matmul /
+ * tl_matmul_multi dequantizes W to F32 and multiplies on the float path (the
+ * F32 forward of the dequantized weights; force the scalar ISA for the
+ * oracle proper). TL_ORACLE_OWN_ACT: the same, with X first rounded as
+ * typellm's integer kernels round it (Q8_0; none for float weights): what
+ * they must reproduce. TL_ORACLE_PEER_ACT: X rounded as llama.cpp's CPU
+ * kernel for W's type rounds it (F16, BF16, Q8_0, Q8_K), estimating that
+ * peer's error. Process-wide; switch only while no kernel runs. Slow: tests only. */
+typedef enum { TL_ORACLE_OFF, TL_ORACLE_EXACT, TL_ORACLE_OWN_ACT, TL_ORACLE_PEER_ACT } tl_oracle_mode;
+void tl_kernels_set_oracle(tl_oracle_mode mode);
+tl_oracle_mode tl_kernels_oracle(void);
+void tl_oracle_matmul(const tl_matrix *W, const float *X, int64_t n_tok, float *Y);
+
 #endif

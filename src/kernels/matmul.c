@@ -119,7 +119,7 @@ static void multi_rows(void *v, int64_t i0, int64_t i1, int thread) {
 
 void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *X, int64_t n_tok, float *const *Y) {
     if (n_tok <= 0 || n <= 0) return;
-    int quant = 0, ok = n <= MULTI_MAX;
+    int quant = 0, ok = n <= MULTI_MAX && !tl_kernels_oracle();
     for (int k = 0; k < n && ok; k++) {
         ok = W[k]->n_in == W[0]->n_in && (is_float(W[k]->type) || (tl_kernels_supports(W[k]->type) && W[k]->n_in % QK32 == 0));
         quant |= !is_float(W[k]->type);
@@ -156,6 +156,10 @@ void tl_matmul_multi(tl_pool *p, const tl_matrix *const *W, int n, const float *
 
 void tl_matmul(tl_pool *p, const tl_matrix *W, const float *X, int64_t n_tok, float *Y) {
     if (n_tok <= 0 || W->n_out <= 0) return;
+    if (tl_kernels_oracle()) {
+        tl_oracle_matmul(W, X, n_tok, Y);
+        return;
+    }
     matmul_job job = {W, X, n_tok, Y, NULL, tl_kernels_isa_id(), NULL};
     if (is_float(W->type)) {
         if (wants_split(job.isa, W) && !split_alloc(p, &job)) return;

@@ -168,6 +168,12 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
         st = tl_backend_shared_client(s->shared, &w, &b, err);
     if (!st)
         st = tl_decide(b, context, context_len, ts, &o, &d, err);
+    if (st == TL_ERR_LIMIT && err) { /* name the server's flag, not only the model */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        tl_error_set(err, st, "%s (this server's context is %d tokens; `typellm serve -c/--ctx-size N` sets a longer one)",
+                     msg, (int)s->n_ctx);
+    }
     char *text = st ? NULL : tl_decision_to_json(d, 0);
     if (!st && !(text && (*result = json_loads(text, 0, NULL))))
         st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");

@@ -49,7 +49,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->model = m;
     s->vocab = tl_model_vocab(m);
     s->n_vocab = tl_model_n_vocab(m);
-    s->n_ctx = tl_model_n_ctx_train(m);
+    s->n_ctx = params->n_ctx > 0 ? params->n_ctx : tl_model_n_ctx_train(m);
     if (s->p.max_tokens <= 0 || s->p.max_tokens > s->n_ctx) s->p.max_tokens = s->n_ctx;
     char tb[512];
     for (int32_t id = 0; id < tl_vocab_n_tokens(s->vocab); id++) {
@@ -81,7 +81,8 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->started_s = tl_now_s();
     s->started_wall = time(NULL);
     s->metrics = metrics_new(server_n_routes());
-    tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
+    tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = s->n_ctx,
+                                       .extend_ctx = params->extend_ctx},
                            .max_batch_seqs = 0 /* the backend default */,
                            .on_step = metrics_on_step, .on_step_ctx = s->metrics};
     tl_status st = s->metrics ? tl_backend_shared_new(m, &sp, &s->shared, err)

@@ -371,9 +371,14 @@ bool so_build_answers(const so_request *r, const json_t *result, json_t **answer
             a = json_pack("{s:s,s:s,s:o,s:f}", "type", "choice", "choice", keys[qa.best], "probabilities", probs,
                           "confidence", so_choice_confidence(p, n));
         } else {
+            /* A level sent as null ("undescribed", as the SDK's request types
+             * allow) comes back as "": a legend value is never null, since the
+             * SDK's answer parser refuses one (docs/server.md). */
             json_t *legend = json_object();
-            for (size_t k = 0; k < n; k++)
-                json_object_set(legend, keys[k], json_array_get(q->criteria, k));
+            for (size_t k = 0; k < n; k++) {
+                json_t *desc = json_array_get(q->criteria, k);
+                json_object_set_new(legend, keys[k], json_is_null(desc) ? json_string("") : json_incref(desc));
+            }
             a = json_pack("{s:s,s:f,s:o,s:o,s:f}", "type", "score", "score", qa.mean, "legend", legend,
                           "probabilities", probs, "confidence", so_score_confidence(p, n));
         }
@@ -448,8 +453,10 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     json_t *u = json_object_get(result, "usage");
     json_int_t in_tok = json_integer_value(json_object_get(u, "prompt_tokens"));
     const char *name = tl_model_name(s->model);
-    /* Extension (outside the answers, whose shape the SDKs check): per question
-     * the full-vocabulary probability of its labels at the answer position. */
+    /* Extension, x_-prefixed as System One names fields its specification does
+     * not define (outside the answers, whose shape the SDKs check): per
+     * question the full-vocabulary probability of its labels at the answer
+     * position. */
     json_t *mass = json_object();
     for (size_t i = 0; i < sr.n_questions; i++) {
         char fkey[32];
@@ -459,7 +466,7 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     }
     json_t *reply = json_pack("{s:o,s:o,s:{s:I,s:I},s:o}", "model", json_string_lossy(name, strlen(name)), "answers",
                               answers, "usage", "input_tokens", (json_int_t)in_tok, "output_tokens",
-                              (json_int_t)sr.n_questions, "label_mass", mass);
+                              (json_int_t)sr.n_questions, "x_label_mass", mass);
     reply_json(r, 200, reply);
     json_decref(result);
     so_request_free(&sr);

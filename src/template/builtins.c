@@ -446,8 +446,8 @@ bool tl_tpl_test(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str name, t
         return v.t == V_BOOL && v.u.i;
     if (tl_str_eq(name, "false"))
         return v.t == V_BOOL && !v.u.i;
-    if (tl_str_eq(name, "callable"))
-        return v.t == V_FUNC;
+    if (tl_str_eq(name, "callable")) /* jinja2's Undefined is callable (calling it raises) */
+        return v.t == V_FUNC || v.t == V_UNDEF;
     if (tl_str_eq(name, "eq") || tl_str_eq(name, "equalto") || tl_str_eq(name, "=="))
         return tl_val_equal(v, a0);
     if (tl_str_eq(name, "ne") || tl_str_eq(name, "!="))
@@ -469,8 +469,11 @@ bool tl_tpl_test(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str name, t
                     return true;
             return false;
         }
-        if (a0.t == V_DICT || a0.t == V_NS)
+        if (a0.t == V_DICT || a0.t == V_NS) {
+            if (v.t == V_LIST || v.t == V_DICT || v.t == V_NS)
+                tl_tpl_fail(st, pos, TL_ERR_INVALID, "unhashable type: '%s'", tl_val_type_name(v));
             return tl_dict_get(a0.u.d, v) != NULL;
+        }
         return false;
     }
     if (tl_str_eq(name, "sameas"))
@@ -488,10 +491,13 @@ bool tl_tpl_test(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str name, t
         return (v.u.i % a0.u.i) == 0;
     }
     if (tl_str_eq(name, "lower") || tl_str_eq(name, "upper")) {
+        /* str.islower()/isupper(): no character of the other case, and at
+         * least one cased character (so "" and "123" are neither) */
         if (v.t != V_STR)
             return false;
-        tl_val c = change_case(st, v, tl_str_eq(name, "upper"));
-        return c.n == v.n && !memcmp(c.u.s, v.u.s, v.n);
+        bool up = tl_str_eq(name, "upper");
+        tl_val same = change_case(st, v, up), other = change_case(st, v, !up);
+        return same.n == v.n && !memcmp(same.u.s, v.u.s, v.n) && !(other.n == v.n && !memcmp(other.u.s, v.u.s, v.n));
     }
     if (tl_str_eq(name, "escaped"))
         return false;
@@ -543,7 +549,8 @@ static tl_val tojson_filter(tl_render_state *st, uint32_t pos, tl_val v, const a
 }
 
 static tl_val indent_filter(tl_render_state *st, uint32_t pos, tl_val v, const args *a) {
-    tl_val s = tl_val_to_str(st, v);
+    /* jinja2 appends "\n" to its input, which only a string accepts */
+    tl_val s = need_str(st, pos, v, "indent filter input");
     tl_val w = arg(a, 0, "width", tl_val_int(4));
     bool first = tl_val_truthy(arg(a, 1, "first", tl_val_bool(false)));
     bool blank = tl_val_truthy(arg(a, 2, "blank", tl_val_bool(false)));
@@ -706,8 +713,10 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
             r->v[r->n++] = l->v[i];
         return gen(r);
     }
+    /* jinja2's map/select/reject family iterate their input only when it is
+     * true: none, undefined, false, 0, "" and empty containers give nothing */
     if (tl_str_eq(name, "map")) {
-        const tl_list *l = tl_tpl_iterate(st, pos, v);
+        const tl_list *l = tl_val_truthy(v) ? tl_tpl_iterate(st, pos, v) : tl_list_new(st, 0);
         tl_list *r = tl_list_new(st, l->n);
         tl_val attr = arg(a, (size_t)-1, "attribute", tl_val_undef(NULL, 0));
         if (attr.t != V_UNDEF) {
@@ -730,7 +739,7 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
         tl_str_eq(name, "rejectattr")) {
         bool want = name.s[0] == 's';
         bool by_attr = name.n > 6;
-        const tl_list *l = tl_tpl_iterate(st, pos, v);
+        const tl_list *l = tl_val_truthy(v) ? tl_tpl_iterate(st, pos, v) : tl_list_new(st, 0);
         tl_list *r = tl_list_new(st, 0);
         if (by_attr && !argc)
             tl_tpl_fail(st, pos, TL_ERR_INVALID, "%.*s needs an attribute name", (int)name.n, name.s);
@@ -807,6 +816,8 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
     }
     if (tl_str_eq(name, "indent"))
         return indent_filter(st, pos, v, a);
+    if ((tl_str_eq(name, "int") || tl_str_eq(name, "float")) && v.t == V_UNDEF)
+        tl_tpl_fail(st, pos, TL_ERR_INVALID, "the %.*s filter's input is undefined", (int)name.n, name.s);
     if (tl_str_eq(name, "int")) {
         tl_val def = arg(a, 0, "default", tl_val_int(0));
         if (v.t == V_INT)
@@ -847,7 +858,9 @@ tl_val tl_tpl_filter(tl_render_state *st, tl_scope *sc, uint32_t pos, tl_str nam
     if (tl_str_eq(name, "round")) {
         tl_val p = arg(a, 0, "precision", tl_val_int(0));
         tl_val m = arg(a, 1, "method", tl_val_cstr_static("common"));
-        double x = v.t == V_FLOAT ? v.u.f : (v.t == V_INT || v.t == V_BOOL) ? (double)v.u.i : 0;
+        if (v.t != V_FLOAT && v.t != V_INT && v.t != V_BOOL)
+            tl_tpl_fail(st, pos, TL_ERR_INVALID, "type %s doesn't define __round__ method", tl_val_type_name(v));
+        double x = v.t == V_FLOAT ? v.u.f : (double)v.u.i;
         double k = pow(10, (double)(p.t == V_INT ? p.u.i : 0));
         double y = x * k;
         if (m.t == V_STR && tl_str_eq((tl_str){m.u.s, m.n}, "floor"))

@@ -1,8 +1,9 @@
 // sdk_check.mjs BASE_URL KEY: the official System One JS SDK
 // (@typesafe-ai/sdk) pointed at `typellm serve`: every question type (noul
 // with and without criteria, choice with null/string/object descriptions,
-// score with 2 and 10 levels), models.list(), and the SDK's typed errors for
-// a bad key (401) and an invalid question (422). Exits 1 on a failed check.
+// score with 2 and 10 levels and with a null level), the x_-prefixed
+// extension, models.list(), and the SDK's typed errors for a bad key (401)
+// and an invalid question (422). Exits 1 on a failed check.
 import { TypeSafeClient, noul, choice, score, AuthenticationError, UnprocessableEntityError, PermissionDeniedError } from "@typesafe-ai/sdk";
 
 const [baseURL, apiKey] = process.argv.slice(2);
@@ -20,12 +21,13 @@ const res = await client.systemOne({
     category: choice("What is this ticket about?", { billing: null, technical: "bugs, crashes", other: { note: "anything else" } }),
     urgency: score("How urgent is it?", ["can wait", "this week", "today"]),
     detail: score({ ask: "How detailed is the ticket?" }, ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]),
+    mood: score("How calm is the customer?", ["Calm", null]),
   },
 });
 check(typeof res.model === "string" && res.model.length > 0, "model named");
 check(Number.isInteger(res.usage.input_tokens) && Number.isInteger(res.usage.output_tokens), "integer usage");
 const a = res.answers;
-check(Object.keys(a).join() === "billing,refund,category,urgency,detail", "one answer per question, in order");
+check(Object.keys(a).join() === "billing,refund,category,urgency,detail,mood", "one answer per question, in order");
 for (const k of ["billing", "refund"]) {
   check(a[k].type === "noul" && a[k].noul >= 0 && a[k].noul <= 1, `${k}: noul probability`);
   check(Object.keys(a[k]).sort().join() === "noul,type", `${k}: no extra fields`);
@@ -43,6 +45,10 @@ for (const [k, n] of [["urgency", 3], ["detail", 10]]) {
   check(s.confidence >= 0 && s.confidence <= 1 && Object.keys(s.legend).length === n, `${k}: confidence and legend`);
 }
 check(a.urgency.legend["2"] === "today", "legend echoes the criteria");
+// a level sent as null (the request types allow it) is undescribed: "" in the legend, never null
+check(a.mood.legend["0"] === "Calm" && a.mood.legend["1"] === "", `null level -> "" in the legend (${JSON.stringify(a.mood.legend)})`);
+check(Object.keys(res).sort().join() === "answers,model,usage,x_label_mass", `top-level keys: extensions are x_-prefixed (${Object.keys(res)})`);
+check(Object.keys(res.x_label_mass ?? {}).join() === Object.keys(a).join(), "x_label_mass: one figure per question");
 
 const models = await client.models.list();
 check(Array.isArray(models) && models[0].name === res.model && typeof models[0].release_date === "string", "models.list()");

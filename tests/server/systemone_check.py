@@ -66,7 +66,9 @@ def check_answer(q, a, qid):
     else:
         n = len(q["criteria"])
         check(set(a) == {"type", "score", "legend", "probabilities", "confidence"}, f"{qid}: score keys {set(a)}")
-        check(a["legend"] == {str(i): d for i, d in enumerate(q["criteria"])}, f"{qid}: legend")
+        # a null level is undescribed: its legend value is "" (never null, which the SDK's parser refuses)
+        check(a["legend"] == {str(i): "" if d is None else d for i, d in enumerate(q["criteria"])}, f"{qid}: legend")
+        check(all(v is not None for v in a["legend"].values()), f"{qid}: no null legend value")
         check(list(a["probabilities"]) == [str(i) for i in range(n)], f"{qid}: level keys")
         p = [a["probabilities"][str(i)] for i in range(n)]
         check(abs(a["score"] - sum(i * x for i, x in enumerate(p))) < 1e-9, f"{qid}: score = sum i p_i")
@@ -81,10 +83,11 @@ def check_reply(req, st, body):
     check(st == 200, f"status {st}: {body}")
     if st != 200:
         return
-    check(set(body) == {"model", "answers", "usage", "label_mass"} and isinstance(body["model"], str), "top-level keys")
-    lm = body.get("label_mass", {})
+    check(set(body) == {"model", "answers", "usage", "x_label_mass"} and isinstance(body["model"], str),
+          f"top-level keys {set(body)}: the extension is x_-prefixed")
+    lm = body.get("x_label_mass", {})
     check(list(lm) == list(body.get("answers", {})) and all(0 <= m <= 1 for m in lm.values()),
-          "label_mass extension: one figure in [0, 1] per question")
+          "x_label_mass extension: one figure in [0, 1] per question")
     check(list(body["answers"]) == list(req["questions"]), "one answer per question id, in order")
     u = body["usage"]
     check(set(u) == {"input_tokens", "output_tokens"} and all(type(v) is int and v >= 0 for v in u.values()),
@@ -116,12 +119,28 @@ req = {"state": {"ticket": 17, "lines": ["refund", "now"]}, "questions": {
     "n2": {"type": "noul", "criteria": None},
     "c1": {"type": "choice", "instructions": ["pick", 1], "criteria": {"très calme": None, "en colère": "cris", "a b": None}},
     "s10": {"type": "score", "criteria": [f"level {i}" for i in range(10)]},
-    "s2": {"type": "score", "criteria": ["no", "yes"]}}}
+    "s2": {"type": "score", "criteria": ["no", "yes"]},
+    "snull": {"type": "score", "criteria": ["Calm", None, {"level": "loud"}]}}}
 st, body, _ = call("/v1/systemone", req)
 check_reply(req, st, body)
 many = {"state": "pick", "questions": {"c255": {"type": "choice", "criteria": {f"opt{i}": None for i in range(255)}}}}
 st, body, _ = call("/v1/systemone", many)
 check_reply(many, st, body)
+
+# 255 described options need ~4,900 tokens: past this server's 4,096-token context the 413 names
+# `serve -c/--ctx-size`; test_systemone.sh then serves it from `serve -c 16384` (long_context below)
+DESCRIBED = {"state": "pick", "questions": {"c255": {"type": "choice", "criteria": {
+    f"opt{i}": f"the catalogue entry number {i}, for requests of kind {i % 7}" for i in range(255)}}}}
+LONG = len(sys.argv) > 4 and sys.argv[4] == "long_context"
+st, tok, _ = call("/tokenize", {"prompt": "pick"})
+check(st == 200 and tok["max_model_len"] == (16384 if LONG else 4096), f"/tokenize max_model_len is the context: {tok}")
+if LONG:
+    st, body, _ = call("/v1/systemone", DESCRIBED)
+    check_reply(DESCRIBED, st, body)
+    finish("systemone_check long_context", sys.stderr)
+st, body, _ = call("/v1/systemone", DESCRIBED)
+check(st == 413 and body["detail"]["error_type"] == "tokens_exceeded" and "--ctx-size" in body["detail"]["message"],
+      f"255 described options on 4,096 tokens: 413 naming --ctx-size: {st} {str(body)[:400]}")
 
 # --- concurrency: parallel requests batch together and agree with serial answers --------
 out = [None] * 6

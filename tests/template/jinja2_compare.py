@@ -140,6 +140,49 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
                                                "required": ["city"]}}}]
 
 
+# ---- filters and tests over empty and missing values ---------------------------------
+# Each expression is rendered alone for every input; X stands for the input. jinja2's
+# select/reject/map treat any falsy input as an empty sequence, others raise on none.
+EMPTY_INPUTS = {"undefined": "nothing_defined", "none": "none", "empty_str": "''", "empty_list": "[]",
+                "empty_dict": "{}"}
+FILTER_EXPRS = [
+    "X | select | list", "X | select('defined') | list", "X | reject | list", "X | reject('none') | list",
+    "X | selectattr('type') | list", "X | selectattr('type', 'equalto', 'function') | list | length",
+    "X | rejectattr('type') | list", "X | rejectattr('type', 'equalto', 'x') | list",
+    "X | map('upper') | list", "X | map(attribute='name') | list", "X | map(attribute='name', default='d') | list",
+    "X | map('string') | join(',')", "X | list", "X | length", "X | count", "X | first", "X | last",
+    "X | join(',')", "X | join(',', attribute='a')", "X | reverse | list", "X | sort | list",
+    "X | sort(attribute='a') | list", "X | unique | list", "X | min", "X | max", "X | sum", "X | sum(attribute='a')",
+    "X | items | list", "X | dictsort", "X | batch(2) | list", "X | string", "X | trim", "X | upper", "X | lower",
+    "X | title", "X | capitalize", "X | default('dflt')", "X | default('dflt', true)", "X | d('dflt')",
+    "X | tojson", "X | indent(2)", "X | int", "X | float", "X | abs", "X | round", "X | replace('a', 'b')",
+    "X | wordcount", "X | escape", "X | safe", "X | string | length", "(X | list) + [1]",
+    "X | selectattr('type', 'equalto', 'function') | map(attribute='function') | map(attribute='name') | join(', ')",
+]
+TEST_NAMES = ["defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "number", "integer",
+              "float", "boolean", "true", "false", "callable", "eq(none)", "ne('')", "in([])", "in({})",
+              "sameas(none)", "lower", "upper", "escaped", "odd", "divisibleby(2)", "equalto([])"]
+OTHER_EXPRS = ["'yes' if X else 'no'", "X is not none and X | length > 0", "X ~ '!'", "X == none", "X == []",
+               "not X", "X in [none, [], {}, '']", "X and 1", "X or 'alt'"]
+LOOPS = ["{% for t in X %}[{{ t }}]{% else %}empty{% endfor %}",
+         "{% for k, v in X | dictsort %}{{ k }}{% endfor %}.",
+         "{% for t in X | selectattr('type', 'equalto', 'function') %}{{ t }}{% endfor %}.",
+         "{% set ns = namespace(n=0) %}{% for t in X | reject('none') %}{% set ns.n = ns.n + 1 %}{% endfor %}"
+         "{{ ns.n }}"]
+
+
+def empty_input_cases():
+    cases = []
+    for iname, x in EMPTY_INPUTS.items():
+        for e in FILTER_EXPRS + OTHER_EXPRS:
+            cases.append((f"{{{{ {e} }}}}".replace("X", f"({x})"), iname))
+        for t in TEST_NAMES:
+            cases.append((f"{{{{ X is {t} }}}}|{{{{ X is not {t} }}}}".replace("X", f"({x})"), iname))
+        for loop in LOOPS:
+            cases.append((loop.replace("X", f"({x})"), iname))
+    return cases
+
+
 def main():
     tl_bin, tpl_dir, data_dir, scratch = sys.argv[1:5]
     tokens = json.load(open(os.path.join(tpl_dir, "cases.json")))["tokens"]
@@ -157,17 +200,23 @@ def main():
     tools_path = os.path.join(scratch, "tools.json")
     with open(tools_path, "w", encoding="utf-8") as f:
         json.dump(TOOLS, f, ensure_ascii=False)
+    empty_tools_path = os.path.join(scratch, "empty_tools.json")
+    with open(empty_tools_path, "w", encoding="utf-8") as f:
+        f.write("[]")
     env = make_env()
     jobs = []  # (where, jinja2's result or error, typellm's command)
     for tname, path, own in templates:
         src = open(path, encoding="utf-8").read()
         tok = tokens.get(tname, {"bos_token": "<s>", "eos_token": "</s>"})
         tpl = env.from_string(src)
-        runs = [(c, None) for c in convs] + ([("tools_off_one", "tools")] if own else [])
+        # own templates also with tools given and with an empty tools list ([]); None is the default
+        runs = [(c, None) for c in convs] + ([("tools_off_one", "tools"), ("tools_off_one", "empty_tools")]
+                                             if own else [])
         for cname, tools in runs:
             msgs, gen, kwargs = convs[cname]
+            tools_val = TOOLS if tools == "tools" else [] if tools == "empty_tools" else None
             variables = dict(messages=json.loads(json.dumps(msgs)), add_generation_prompt=gen,
-                             tools=TOOLS if tools else None, documents=None, bos_token=tok["bos_token"],
+                             tools=tools_val, documents=None, bos_token=tok["bos_token"],
                              eos_token=tok["eos_token"], **kwargs)
             try:
                 want, want_err = tpl.render(**variables), None
@@ -180,10 +229,21 @@ def main():
             if gen:
                 cmd.append("--add-generation-prompt")
             if tools:
-                cmd += ["--tools", tools_path]
+                cmd += ["--tools", tools_path if tools == "tools" else empty_tools_path]
             for k, v in kwargs.items():
                 cmd += ["--var", f"{k}={json.dumps(v)}"]
-            jobs.append((f"{tname} x {cname}{' + tools' if tools else ''}", want, want_err, cmd))
+            jobs.append((f"{tname} x {cname}{' + ' + tools if tools else ''}", want, want_err, cmd))
+    msgs_path = paths["tools_off_one"]
+    for k, (src, iname) in enumerate(empty_input_cases()):
+        path = os.path.join(scratch, f"empty_input_{k}.jinja")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(src)
+        try:
+            want, want_err = env.from_string(src).render(messages=[], tools=None), None
+        except Exception as e:
+            want, want_err = None, ("error", f"{type(e).__name__}: {e}")
+        jobs.append((f"{src!r} over {iname}", want, want_err, [tl_bin, "template", "--template", path, "--messages",
+                                                                msgs_path]))
     with ThreadPoolExecutor(max_workers=2) as pool:
         procs = list(pool.map(lambda j: subprocess.run(j[3], capture_output=True), jobs))
     counts = {"renders": len(jobs), "equal": 0, "raise_same": 0, "both_fail": 0}
@@ -207,8 +267,10 @@ def main():
         else:
             counts["both_fail"] += 1
     n_pub = sum(1 for t in templates if not t[2])
+    n_empty = len(empty_input_cases())
     print(f"jinja2_compare: {len(templates)} templates ({n_pub} published, {len(templates) - n_pub} written for the test) x "
-          f"{len(convs)} conversations: {counts['renders']} renders, {counts['equal']} byte-equal, "
+          f"{len(convs)} conversations, {n_empty} filter/test expressions over undefined, none, '', [] and {{}}: "
+          f"{counts['renders']} renders, {counts['equal']} byte-equal, "
           f"{counts['raise_same']} raise the same message, {counts['both_fail']} fail in both, {len(bad)} disagree "
           f"(jinja2 {jinja2.__version__})")
     for b in bad:

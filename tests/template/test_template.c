@@ -67,6 +67,16 @@ int main(void) {
            NULL, "a b|['a', 'b', '', 'c']|['a', 'b']|['a-b', 'c']");
     expect("{{ '%s=%d' % ('n', 3) }} {{ '{} {x}'.format(1, x=2) }}", NULL, "n=3 1 2");
     /* filters */
+    /* jinja2's select/reject/map family: a false input (none, undefined, '', [], {})
+     * is an empty sequence, so a template filters tools without tools given */
+    expect("{% set tools = none %}{{ tools | selectattr('type', 'equalto', 'x') | list | length }}|"
+           "{{ u | map(attribute='a') | list }}|{{ '' | reject | list }}|{{ {} | select | list }}",
+           NULL, "0|[]|[]|[]");
+    expect("{{ '' is lower }}{{ 'a1' is lower }}{{ '12' is upper }}{{ u is callable }}", NULL, "FalseTrueFalseTrue");
+    expect_error("{{ none | indent(2) }}", NULL, TL_ERR_INVALID, "indent filter input must be a string, not NoneType");
+    expect_error("{{ u | int }}", NULL, TL_ERR_INVALID, "undefined");
+    expect_error("{{ 'a' | round }}", NULL, TL_ERR_INVALID, "__round__");
+    expect_error("{{ [] is in({}) }}", NULL, TL_ERR_INVALID, "unhashable type");
     expect("{{ {'b': 1, 'a': [1, 'é']} | tojson }}", NULL, "{\"b\": 1, \"a\": [1, \"é\"]}");
     expect("{{ {'a': [1]} | tojson(indent=2) }}", NULL, "{\n  \"a\": [\n    1\n  ]\n}");
     expect("{{ 'é<' | tojson(ensure_ascii=true) }}", NULL, "\"\\u00e9<\"");
