@@ -475,7 +475,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&j->mu);
 
         if (!j->rd.csv && !t.err_msg[0])
-            batch_task_from_json(raw.buf ? raw.buf : "", raw.len, &rec, &j->bf, &t);
+            batch_task_from_json(raw.buf ? raw.buf : "", rec.too_big ? j->rd.max_bytes : raw.len, &rec, &j->bf, &t);
         tl_usage u = {0};
         bool is_error = false;
         tl_strbuf_clear(&line);

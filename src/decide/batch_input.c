@@ -287,14 +287,14 @@ void batch_task_from_csv(const batch_reader *r, const batch_rec *rec, const batc
     if (rec->too_big)
         return task_fail(t, "limit", "line %llu (offset %llu): the record exceeds the limit of %zu bytes",
                          (unsigned long long)rec->line + 1, (unsigned long long)rec->offset, r->max_bytes);
-    if (rec->bad[0])
-        return task_fail(t, "format", "%s", rec->bad);
     size_t n;
     const char *id = bf->id_col >= 0 ? batch_reader_field(r, (size_t)bf->id_col, &n) : NULL;
     if (id && n) {
         json_decref(t->id);
         t->id = json_string_lossy(id, n);
     }
+    if (rec->bad[0])
+        return task_fail(t, "format", "%s", rec->bad);
     const char *ctx = batch_reader_field(r, (size_t)bf->context_col, &n);
     if (!ctx)
         return task_fail(t, "invalid_record", "line %llu: the row has %zu fields, the context column is field %ld",

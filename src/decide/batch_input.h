@@ -65,7 +65,8 @@ typedef struct batch_fields {
     bool openai;
 } batch_fields;
 
-/* Fills *t from the JSONL record data[0..len) (openai: an OpenAI batch line). */
+/* Fills *t from the JSONL record data[0..len) (openai: an OpenAI batch line);
+ * when rec->too_big, len is the limit it exceeded. */
 void batch_task_from_json(const char *data, size_t len, const batch_rec *rec, const batch_fields *bf,
                           batch_task *t);
 /* Fills *t from the CSV record just read. */
