@@ -73,6 +73,8 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a file"},
         {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
         TL_OPT_NO_MMAP(&no_mmap),
+        {0, "data-dir", TL_OPT_STR, &p.data_dir, .metavar = "DIR",
+         .help = "the Files and Batch API's files and jobs (default $TYPELLM_CACHE/server or ~/.cache/typellm/server)"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -89,6 +91,15 @@ int tl_cmd_serve(int argc, char **argv) {
     p.max_queue = (int)max_queue;
     p.request_timeout_s = (double)timeout;
     p.log = quiet ? NULL : stderr;
+    char data_dir_buf[4096];
+    if (!p.data_dir) {
+        const char *cache = getenv("TYPELLM_CACHE"), *home = getenv("HOME");
+        if (cache && *cache)
+            snprintf(data_dir_buf, sizeof data_dir_buf, "%s/server", cache);
+        else if (home && *home)
+            snprintf(data_dir_buf, sizeof data_dir_buf, "%s/.cache/typellm/server", home);
+        p.data_dir = (cache && *cache) || (home && *home) ? data_dir_buf : NULL;
+    }
     if (p.host && !strcmp(p.host, "localhost"))
         p.host = "127.0.0.1";
     char *key_buf = NULL;

@@ -325,8 +325,10 @@ static bool openai_line(const batch_job *j, const batch_task *t, int status, con
         if (!body)
             body = json_string(reply ? reply : "");
         json_t *u = json_object_get(body, "usage");
-        usage->prompt_tokens += json_integer_value(json_object_get(u, "prompt_tokens"));
-        json_t *det = json_object_get(u, "prompt_tokens_details");
+        /* chat / completions: prompt_tokens (+ _details); decisions: input_tokens (+ _details) */
+        json_t *pt = json_object_get(u, "prompt_tokens");
+        usage->prompt_tokens += json_integer_value(pt ? pt : json_object_get(u, "input_tokens"));
+        json_t *det = json_object_get(u, pt ? "prompt_tokens_details" : "input_tokens_details");
         usage->cached_tokens += json_integer_value(json_object_get(det ? det : u, "cached_tokens"));
         line = json_pack("{s:s,s:O?,s:{s:i,s:s,s:o},s:n}", "id", id, "custom_id", t->custom_id, "response",
                          "status_code", status, "request_id", rid, "body", body, "error");
