@@ -15,7 +15,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 B() { "$TL_BIN" batch -m "$M" -t 2 --no-progress "$@" 2>> "$T/log"; }
-S="$EX/tickets/schema.json"
+S="$EX/tickets/triage.schema.json"
 
 # 200 tickets, then malformed lines, a per-line schema and a record without id.
 head -200 "$EX/tickets.jsonl" > "$T/in.jsonl"
