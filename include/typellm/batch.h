@@ -82,7 +82,10 @@ typedef struct tl_batch_params {
     /* Extra text that must match for a resume (e.g. the model's identity). */
     const char *fingerprint_extra;
     /* A backend for worker i (0 <= i < n_parallel), freed by the job with
-     * tl_backend_free. Required unless every record is an OpenAI line. */
+     * tl_backend_free. Required unless every record is an OpenAI line. When
+     * a record fails with TL_ERR_NETWORK / TL_ERR_TIMEOUT (a server down),
+     * the worker asks for i + a * n_parallel (attempt a = 1, 2, 3: e.g. the
+     * next server) and retries the record there. */
     tl_status (*new_backend)(void *ctx, int worker, tl_backend **out, tl_error *err);
     void *backend_ctx;
     /* Runs one OpenAI line (POST url with body[0..len)) on worker's backend

@@ -77,18 +77,42 @@ static void on_progress(void *ctx, const tl_batch_progress *p) {
 
 /* ---- backends --------------------------------------------------------------- */
 
+#define MAX_SERVERS 64
+
 typedef struct batch_backends {
     const decide_args *a;
+    const char *servers[MAX_SERVERS]; /* every --server given (the table keeps only the last) */
+    int n_servers;
+    int n_parallel;
     tl_backend *shared; /* local model: the one shared batching backend */
     tl_server *server;  /* OpenAI lines on a local model: the server's handlers, socket-free */
 } batch_backends;
 
-static tl_status new_backend(void *ctx, int worker, tl_backend **out, tl_error *err) {
-    (void)worker;
+/* Worker w's backend: a client of the shared one, or server (w + attempt) %
+ * n_servers, so the workers spread over the servers and a record retried
+ * after a network failure (attempt > 0) goes to the next one. */
+static tl_status new_backend(void *ctx, int index, tl_backend **out, tl_error *err) {
     batch_backends *bb = ctx;
     if (bb->shared)
         return tl_backend_shared_client(bb->shared, NULL, out, err);
-    return decide_remote_backend(bb->a, out, err);
+    int w = index % bb->n_parallel, attempt = index / bb->n_parallel;
+    decide_args a = *bb->a;
+    a.server = bb->servers[(w + attempt) % bb->n_servers];
+    return decide_remote_backend(&a, out, err);
+}
+
+/* Every --server URL / --server=URL of argv, in order. */
+static int collect_servers(int argc, char **argv, const char **out) {
+    int n = 0;
+    for (int i = 1; i < argc && n < MAX_SERVERS; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--server") && i + 1 < argc)
+            out[n++] = argv[++i];
+        else if (!strncmp(argv[i], "--server=", 9))
+            out[n++] = argv[i] + 9;
+    }
+    return n;
 }
 
 static tl_status server_request(void *ctx, tl_backend *b, const char *url, const char *body, size_t len, int *status,
@@ -146,6 +170,7 @@ int tl_cmd_batch(int argc, char **argv) {
         {0, "max-record-bytes", TL_OPT_LONG, &max_record, .min = 1, .max = 1L << 30, .metavar = "N",
          .help = "longer records get an error line (default 16 MiB)"},
         {0, "no-progress", TL_OPT_FLAG, &no_progress, .help = "no progress line / log lines"},
+        /* --server URL (decide's) may be given several times: the records spread over them */
         {0, "log-every", TL_OPT_DOUBLE, &log_every, .min = 0.01, .max = 86400, .metavar = "S",
          .help = "off a terminal: a progress log line every S seconds (default 10)"},
         {0},
@@ -177,6 +202,7 @@ int tl_cmd_batch(int argc, char **argv) {
     size_t schema_len = 0;
     tl_model *model = NULL;
     batch_backends bb = {.a = &a};
+    bb.n_servers = collect_servers(argc, argv, bb.servers);
     st = tl_cli_chat_template(a.opts.chat_template, &a.opts.chat_template, &template_src, &err);
     a.opts.chat_template_jinja = template_src;
     if (!st && a.schema_path)
@@ -188,6 +214,7 @@ int tl_cmd_batch(int argc, char **argv) {
     if (!st && !a.server)
         st = tl_model_load_ex(model_path, a.no_mmap ? TL_MODEL_NO_MMAP : 0, &model, &err);
     long n_par = parallel ? parallel : 16;
+    bb.n_parallel = (int)n_par;
     if (!st && model && bp.format == TL_BATCH_OPENAI) {
         tl_session_params sp = {.n_threads = (int)a.threads};
         tl_cli_ctx("batch", model, a.n_ctx, &sp);
@@ -206,7 +233,7 @@ int tl_cmd_batch(int argc, char **argv) {
     tl_batch_progress sum = {0};
     if (!st) {
         char extra[512];
-        snprintf(extra, sizeof extra, "model=%s", model ? tl_model_name(model) : a.server);
+        snprintf(extra, sizeof extra, "model=%s", model ? tl_model_name(model) : "remote");
         progress_view pv = {.tty = isatty(2) != 0, .interval_s = isatty(2) ? 0.25 : log_every};
         bp.input_path = input;
         bp.output_path = output;

@@ -32,6 +32,7 @@
 #define DEFAULT_PARALLEL 16
 #define DEFAULT_MAX_RECORD ((size_t)16 << 20)
 #define MAX_SIDECAR_BYTES ((size_t)1 << 20)
+#define MAX_ELSEWHERE 3 /* retries of a record whose backend is unreachable */
 
 typedef struct batch_job {
     const tl_batch_params *p;
@@ -46,6 +47,7 @@ typedef struct batch_job {
     uint64_t next_index;        /* records taken */
     uint64_t written;           /* records in the output */
     size_t window;
+    int n_workers;
     char **slots;               /* finished lines waiting for their turn, by index % window */
     size_t *slot_len;
     int fd;
@@ -339,9 +341,11 @@ static bool openai_line(const batch_job *j, const batch_task *t, int status, con
 }
 
 /* The output line of task t, run on b; *is_error when the record failed. */
-static bool run_task(batch_job *j, tl_backend *b, batch_task *t, tl_usage *usage, bool *is_error, tl_strbuf *sb) {
+static bool run_task(batch_job *j, tl_backend *b, batch_task *t, tl_usage *usage, bool *is_error, tl_strbuf *sb,
+                     tl_error *fail) {
     const tl_batch_params *p = j->p;
     *is_error = true;
+    fail->code = TL_OK;
     if (j->bf.openai) {
         if (t->err_msg[0])
             return openai_line(j, t, 0, NULL, t->err_msg, t->err_code, usage, sb);
@@ -351,6 +355,8 @@ static bool run_task(batch_job *j, tl_backend *b, batch_task *t, tl_usage *usage
         tl_status st = p->request(p->request_ctx, b, t->url, t->body, t->body_len, &status, &reply, &e);
         bool ok = st ? openai_line(j, t, 0, NULL, e.msg, tl_status_name(st), usage, sb)
                      : openai_line(j, t, status, reply, NULL, NULL, usage, sb);
+        if (st)
+            *fail = e;
         *is_error = st || status >= 400;
         free(reply);
         return ok;
@@ -374,8 +380,10 @@ static bool run_task(batch_job *j, tl_backend *b, batch_task *t, tl_usage *usage
     if (!st)
         st = tl_decide(b, t->context, t->context_len, own ? own : j->schema, p->opts, &d, &e);
     tl_schema_free(own);
-    if (st)
+    if (st) {
+        *fail = e;
         return error_line(j, t, e.msg, tl_status_name(st), sb);
+    }
     tl_usage u;
     tl_decision_usage(d, &u);
     tl_usage_add(usage, &u);
@@ -438,7 +446,12 @@ static void *worker_main(void *arg) {
     const tl_batch_params *p = j->p;
     tl_backend *b = NULL;
     tl_error e = {0};
-    if (p->new_backend && p->new_backend(p->backend_ctx, w->index, &b, &e)) {
+    /* A backend that cannot be had (a server down at the start): the next attempt's. */
+    tl_status bst = TL_OK;
+    for (int attempt = 0; p->new_backend && attempt <= MAX_ELSEWHERE; attempt++)
+        if (!(bst = p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &b, &e)))
+            break;
+    if (bst) {
         pthread_mutex_lock(&j->mu);
         job_fail(j, &e);
         pthread_mutex_unlock(&j->mu);
@@ -481,7 +494,24 @@ static void *worker_main(void *arg) {
         tl_usage u = {0};
         bool is_error = false;
         tl_strbuf_clear(&line);
-        bool ok = run_task(j, b, &t, &u, &is_error, &line);
+        bool ok = run_task(j, b, &t, &u, &is_error, &line, &e);
+        /* A backend that cannot be reached (a server down): the record is
+         * retried on the backend new_backend gives for the next attempt (the
+         * caller's next server), up to MAX_ELSEWHERE times. */
+        for (int attempt = 1; ok && is_error && attempt <= MAX_ELSEWHERE && p->new_backend &&
+                              (e.code == TL_ERR_NETWORK || e.code == TL_ERR_TIMEOUT);
+             attempt++) {
+            tl_backend *nb = NULL;
+            tl_error be = {0};
+            if (p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &nb, &be))
+                break;
+            tl_backend_free(b);
+            b = nb;
+            tl_strbuf_clear(&line);
+            memset(&e, 0, sizeof e);
+            u = (tl_usage){0};
+            ok = run_task(j, b, &t, &u, &is_error, &line, &e);
+        }
         uint64_t index = t.index;
         batch_task_clear(&t);
 
@@ -694,6 +724,7 @@ tl_status tl_batch_run(const tl_batch_params *p, tl_batch_progress *summary, tl_
     j->next_index = j->written = j->prog.done = j->prog.resumed = skip;
     int n = p->n_parallel > 0 ? p->n_parallel : DEFAULT_PARALLEL;
     j->window = (size_t)n * 4 < 16 ? 16 : (size_t)n * 4;
+    j->n_workers = n;
     j->slots = st ? NULL : calloc(j->window, sizeof *j->slots);
     j->slot_len = st ? NULL : calloc(j->window, sizeof *j->slot_len);
     if (!st && (!j->slots || !j->slot_len))
