@@ -149,7 +149,7 @@ int tl_cmd_batch(int argc, char **argv) {
         a.api_key = NULL;
     const char *input = NULL, *output = NULL, *format = "auto";
     tl_batch_params bp = {0};
-    long parallel = 0, max_record = 0;
+    long parallel = 0, max_record = 0, cache_mb = 0;
     double log_every = 10;
     bool no_progress = false;
     const tl_opt opts[] = {
@@ -169,6 +169,8 @@ int tl_cmd_batch(int argc, char **argv) {
         {0, "overwrite", TL_OPT_FLAG, &bp.overwrite, .help = "start over instead of resuming OUT"},
         {0, "max-record-bytes", TL_OPT_LONG, &max_record, .min = 1, .max = 1L << 30, .metavar = "N",
          .help = "longer records get an error line (default 16 MiB)"},
+        {0, "cache-mb", TL_OPT_LONG, &cache_mb, .min = 0, .max = 1L << 30, .metavar = "N",
+         .help = "prefix-cache budget in MiB (default: the engine's)"},
         {0, "no-progress", TL_OPT_FLAG, &no_progress, .help = "no progress line / log lines"},
         /* --server URL (decide's) may be given several times: the records spread over them */
         {0, "log-every", TL_OPT_DOUBLE, &log_every, .min = 0.01, .max = 86400, .metavar = "S",
@@ -219,11 +221,12 @@ int tl_cmd_batch(int argc, char **argv) {
         tl_session_params sp = {.n_threads = (int)a.threads};
         tl_cli_ctx("batch", model, a.n_ctx, &sp);
         tl_server_params prm = {.model_path = model_path, .n_threads = (int)a.threads, .max_queue = (int)n_par + 8,
+                                .cache_mb = (size_t)cache_mb,
                                 .max_tokens = sp.n_ctx, .chat_template = a.opts.chat_template,
                                 .chat_template_jinja = template_src};
         st = tl_server_new(model, &prm, &bb.server, &err);
     } else if (!st && model) {
-        tl_shared_params sh = {.session = {.n_threads = (int)a.threads}};
+        tl_shared_params sh = {.session = {.n_threads = (int)a.threads, .cache_mb = (size_t)cache_mb}};
         tl_cli_ctx("batch", model, a.n_ctx, &sh.session);
         st = tl_backend_shared_new(model, &sh, &bb.shared, &err);
     } else if (!st && bp.format == TL_BATCH_OPENAI) {
