@@ -37,12 +37,12 @@ with open(sys.argv[1], "w") as f:
         elif k == 1:
             f.write('{"id": %d, "context": \n' % i)
         else:
-            f.write('{"id": %d, "context": "%s"}\n' % (i, "x" * 300))
+            f.write('{"id": %d, "context": "%s"}\n' % (i, "x" * 2000))
 PY
 echo "input: $lines lines, $(du -h "$scratch/in.jsonl" | cut -f1); one in $every decided"
 t0=$(date +%s.%N)
 "$bin" batch -m "$model" -t "$threads" --schema examples/ticket/schema.json -i "$scratch/in.jsonl" \
-    -o "$scratch/out.jsonl" --max-record-bytes 256 --cache-mb 32 --parallel 16 --no-progress 2>"$scratch/log" &
+    -o "$scratch/out.jsonl" --max-record-bytes 1024 --cache-mb 32 --parallel 16 --no-progress 2>"$scratch/log" &
 pid=$!
 : > "$scratch/rss"
 while kill -0 "$pid" 2>/dev/null; do
@@ -58,12 +58,14 @@ import sys
 s = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
 n, el = int(sys.argv[2]), sys.argv[3]
 late = [r for done, r in s if done >= n // 10]
+at = lambda f: max((r for done, r in s if done <= f * n), default=0)
 print(f"{n} lines in {el} s; RSS over the run: {min(r for _, r in s)}-{max(r for _, r in s)} kB "
-      f"({len(s)} samples); after the first 10%: {min(late) if late else '-'}-{max(late) if late else '-'} kB")
+      f"({len(s)} samples); after the first 10%: {min(late) if late else '-'}-{max(late) if late else '-'} kB; "
+      f"peak by 25/50/75/100% of the output: {at(.25)} / {at(.5)} / {at(.75)} / {at(1)} kB")
 PY
 [ "$(wc -l < "$scratch/out.jsonl")" -eq "$lines" ] || { echo "FAIL: $(wc -l < "$scratch/out.jsonl") output lines"; exit 1; }
 t0=$(date +%s.%N)
 "$bin" batch -m "$model" -t "$threads" --schema examples/ticket/schema.json -i "$scratch/in.jsonl" \
-    -o "$scratch/out.jsonl" --max-record-bytes 256 --cache-mb 32 --parallel 16 --no-progress 2>"$scratch/log2"
+    -o "$scratch/out.jsonl" --max-record-bytes 1024 --cache-mb 32 --parallel 16 --no-progress 2>"$scratch/log2"
 echo "rerun (all resumed): $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s: $(tail -1 "$scratch/log2")"
 tail -1 "$scratch/log"
