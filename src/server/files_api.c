@@ -89,9 +89,10 @@ static char *object_path(tl_server *s, const char *id, const char *ext) {
 }
 
 static json_t *file_object(const char *id, size_t bytes, const char *filename, const char *purpose) {
-    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:n,s:n}", "id", id, "object", "file", "bytes", (json_int_t)bytes,
-                     "created_at", (json_int_t)time(NULL), "filename", filename, "purpose", purpose, "status",
-                     "processed", "expires_at", "status_details");
+    /* the filename is the client's bytes: invalid UTF-8 becomes U+FFFD */
+    return json_pack("{s:s,s:s,s:I,s:I,s:o,s:s,s:s,s:n,s:n}", "id", id, "object", "file", "bytes", (json_int_t)bytes,
+                     "created_at", (json_int_t)time(NULL), "filename", json_string_lossy(filename, strlen(filename)),
+                     "purpose", purpose, "status", "processed", "expires_at", "status_details");
 }
 
 tl_status files_adopt(tl_server *s, const char *src_path, const char *filename, const char *purpose, char *id_out,
@@ -236,6 +237,11 @@ static void files_upload(tl_server *s, const tl_http_request *req, tl_http_reply
     }
     if (!purpose[0]) {
         reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL, "a \"purpose\" form field is required");
+        return;
+    }
+    if (!id_ok(purpose, strlen(purpose))) {
+        reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL,
+                           "purpose: letters, digits, '_' and '-' only (e.g. batch)");
         return;
     }
     char id[64];
