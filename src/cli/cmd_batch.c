@@ -183,7 +183,9 @@ int tl_cmd_batch(int argc, char **argv) {
         "typed decisions over every record of a file, resumable", .opts = opts,
         .epilog = "  Records: JSONL {\"id\", \"context\", \"schema\"?}, CSV with a header row, or OpenAI batch lines\n"
                   "  {\"custom_id\", \"method\", \"url\", \"body\"} (/v1/decisions, /v1/chat/completions, /v1/completions).\n"
-                  "  Rerunning the same command after a crash or Ctrl-C continues where it stopped.\n"};
+                  "  Rerunning the same command after a crash or Ctrl-C continues where it stopped.\n"
+                  "  --server may be given several times: the records spread over the servers, a dead one skipped.\n"
+                  "  --schema is optional when every record brings its own \"schema\".\n"};
     int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
     if (prc != TL_OPT_OK)
         return tl_opt_exit(prc);
