@@ -60,6 +60,10 @@ typedef struct tl_server_params {
      * trained context; beyond it only with extend_ctx (`serve -c N`). */
     int32_t n_ctx;
     bool extend_ctx;
+    /* OpenAI's Files and Batch API (/v1/files, /v1/batches) keep their files
+     * and jobs here (created if missing); batches left unfinished by an
+     * earlier server resume. NULL: those routes answer 404. */
+    const char *data_dir;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.
@@ -101,6 +105,9 @@ typedef struct tl_http_request {
     /* The transport can send a body from reply->stream_fd as it is written
      * (SSE streaming); false: streams are collected into the body. */
     bool allow_stream;
+    /* The model's scheduling class for this request (TL_PRIORITY_*, backend.h):
+     * the Batch API's own requests are TL_PRIORITY_BATCH. */
+    int priority;
 } tl_http_request;
 
 /* Routes one request and fills reply (reply->body must start empty). Never

@@ -28,6 +28,7 @@
 #include "kernels.h"
 #include "backend.h"
 #include "decide.h"
+#include "batch.h"
 #include "template.h"
 #include "aeon.h"
 #include "aeon_oracle.h"

@@ -228,7 +228,8 @@ def test_ctypes_structs_mirror_the_headers():
                "tl_shared_params": N.SharedParams, "tl_sglang_params": N.SglangParams,
                "tl_decide_opts": N.DecideOpts, "tl_strbuf": N.Strbuf, "tl_server_params": N.ServerParams,
                "tl_aeon_synth_params": N.AeonSynthParams, "tl_aeon_validation": N.AeonValidation,
-               "tl_aeon_synth_result": N.AeonSynthResult}
+               "tl_aeon_synth_result": N.AeonSynthResult, "tl_batch_params": N.BatchParams,
+               "tl_batch_progress": N.BatchProgress}
     inc = os.path.join(SRC, "include", "typellm")
     text = "\n".join(open(os.path.join(inc, f)).read() for f in sorted(os.listdir(inc)) if f.endswith(".h"))
     for cname, cls in mirrors.items():

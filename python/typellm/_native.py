@@ -106,7 +106,30 @@ class ServerParams(ctypes.Structure):
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p),
                 ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool), ("n_ctx", c_int32),
-                ("extend_ctx", c_bool)]
+                ("extend_ctx", c_bool), ("data_dir", c_char_p)]
+
+
+class BatchProgress(ctypes.Structure):
+    _fields_ = [("total", c_uint64), ("done", c_uint64), ("resumed", c_uint64), ("errors", c_uint64),
+                ("usage", Usage), ("elapsed_s", c_double), ("stopped", c_bool)]
+
+
+BATCH_NEW_BACKEND = ctypes.CFUNCTYPE(c_int, c_void_p, c_int, POINTER(c_void_p), c_void_p)
+BATCH_REQUEST = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_int),
+                                 POINTER(c_void_p), c_void_p)
+BATCH_PROGRESS = ctypes.CFUNCTYPE(None, c_void_p, POINTER(BatchProgress))
+BATCH_STOP = ctypes.CFUNCTYPE(c_bool, c_void_p)
+
+
+class BatchParams(ctypes.Structure):
+    _fields_ = [("input_path", c_char_p), ("output_path", c_char_p), ("format", c_int), ("schema_json", c_char_p),
+                ("schema_len", c_size_t), ("opts", POINTER(DecideOpts)), ("context_field", c_char_p),
+                ("id_field", c_char_p), ("context_column", c_char_p), ("id_column", c_char_p),
+                ("values_only", c_bool), ("overwrite", c_bool), ("n_parallel", c_int),
+                ("max_record_bytes", c_size_t), ("fingerprint_extra", c_char_p),
+                ("new_backend", BATCH_NEW_BACKEND), ("backend_ctx", c_void_p), ("request", BATCH_REQUEST),
+                ("request_ctx", c_void_p), ("request_id_prefix", c_char_p), ("on_progress", BATCH_PROGRESS),
+                ("progress_ctx", c_void_p), ("stop", BATCH_STOP), ("stop_ctx", c_void_p)]
 
 
 class AeonSynthParams(ctypes.Structure):
@@ -180,6 +203,8 @@ aeon_validate = _fn("tl_aeon_validate", c_int, P, c_char_p, c_size_t, POINTER(Ae
 aeon_synth = _fn("tl_aeon_synth", c_int, P, P, POINTER(AeonSynthParams), POINTER(AeonSynthResult), PErr)
 aeon_synth_result_free = _fn("tl_aeon_synth_result_free", None, POINTER(AeonSynthResult))
 aeon_synth_result_to_json = _fn("tl_aeon_synth_result_to_json", c_void_p, P, POINTER(AeonSynthResult))
+
+batch_run = _fn("tl_batch_run", c_int, POINTER(BatchParams), POINTER(BatchProgress), PErr)
 
 server_new = _fn("tl_server_new", c_int, P, POINTER(ServerParams), POINTER(P), PErr)
 server_start = _fn("tl_server_start", c_int, P, PErr)

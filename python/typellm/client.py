@@ -1,6 +1,8 @@
 """typellm.Client: typed decisions from a local GGUF model (the embedded
 engine, one shared batching backend for every thread of the process) or an
 SGLang server, over libtypellm's C API."""
+import collections
+import concurrent.futures
 import ctypes
 import json
 import math
@@ -331,6 +333,7 @@ class Client:
             if model is not None or hf is not None:
                 raise InvalidArgument("invalid", "Client: give model=, hf= or server=, not several")
             p = N.SglangParams(_b(server), _b(api_key), _b(tokenizer), float(timeout), int(retries))
+            self._sglang_params = p  # run_batch: one backend per worker
             b = N.P()
             _check(N.backend_sglang_new(ctypes.byref(p), ctypes.byref(b), ctypes.byref(err)), err)
             self._backend = b
@@ -463,6 +466,117 @@ class Client:
                 N.backend_free(release)
             N.schema_free(sch)
         return json.loads(text), sdict, model_cls
+
+    # -- datasets
+    def generate_many(self, records, schema=None, *, parallel=16, context_field="context", errors="return", **kw):
+        """Decides every record of an iterable, yielding one Result per record
+        in input order while up to `parallel` records run at once (their
+        forward passes merged into shared batches on a local model; requests in
+        flight on a server). A record is a context string or a dict with
+        `context_field` (and optionally its own "schema"); records are read
+        lazily, so a generator over a huge file streams. errors="return"
+        yields a failing record's TypellmError in its place and goes on;
+        errors="raise" raises it. Other keywords are generate()'s."""
+        if errors not in ("return", "raise"):
+            raise InvalidArgument("invalid", "generate_many: errors must be 'return' or 'raise'")
+        if not isinstance(parallel, int) or parallel < 1:
+            raise InvalidArgument("invalid", "generate_many: parallel must be an integer >= 1")
+
+        def one(rec):
+            if isinstance(rec, (str, bytes)):
+                ctx, sch = rec, schema
+            elif isinstance(rec, dict):
+                ctx, sch = rec.get(context_field), rec.get("schema", schema)
+                if not isinstance(ctx, (str, bytes)):
+                    raise InvalidArgument("invalid", f"generate_many: the record has no string {context_field!r}")
+            else:
+                raise TypeError("generate_many: a record is a context string or a dict")
+            if sch is None:
+                raise InvalidArgument("invalid", "generate_many: no schema: pass schema= or give records a 'schema'")
+            return self.generate(ctx, sch, **kw)
+
+        def take(fut):
+            try:
+                return fut.result()
+            except TypellmError as e:
+                if errors == "raise":
+                    raise
+                return e
+
+        with concurrent.futures.ThreadPoolExecutor(parallel) as ex:
+            pending = collections.deque()
+            for rec in records:
+                pending.append(ex.submit(one, rec))
+                if len(pending) >= 2 * parallel:  # a bounded window: memory does not grow with the input
+                    yield take(pending.popleft())
+            while pending:
+                yield take(pending.popleft())
+
+    def run_batch(self, input, output, schema=None, *, parallel=16, overwrite=False, values_only=False,
+                  context_field=None, id_field=None, context_column=None, id_column=None, format="auto",
+                  max_record_bytes=0, progress=None, mode="auto", style=None, chat_template=None, temperature=0.0,
+                  seed=0, threshold=0.0, lenient=False, strict=False, partial=False):
+        """`typellm batch` in the process (tl_batch_run): every record of the
+        JSONL or CSV file `input` decided, one line per record written to
+        `output` (.csv: CSV) in input order, each the JSON object `typellm
+        decide` prints plus "id", error lines for failing records; resumed
+        when `output` exists from the same job (overwrite=True starts over).
+        progress: a callable given {"total", "done", "resumed", "errors",
+        "elapsed_s"} after each line. Ctrl-C stops after the records in
+        flight (rerun to resume). Returns the summary dict."""
+        if not self._backend:
+            raise InvalidArgument("invalid", "Client: closed")
+        fmts = {"auto": 0, "jsonl": 1, "csv": 2}
+        if format not in fmts:
+            raise InvalidArgument("invalid", "run_batch: format must be 'auto', 'jsonl' or 'csv' (OpenAI batch "
+                                  "lines: `typellm batch` or the server's /v1/batches)")
+        stext = _b(_schema_of(schema)[1]) if schema is not None else None
+        style = style if style is not None else self.style
+        family, jinja = _template_of(chat_template if chat_template is not None else self.chat_template)
+        opts = N.DecideOpts(_b(mode), _b(style), _b(family), float(temperature), int(seed) & (2**64 - 1),
+                            float(threshold), False, bool(lenient), bool(strict), bool(partial), _b(jinja))
+        stop = threading.Event()
+
+        def new_backend(ctx, worker, out, err):
+            e = ctypes.cast(err, N.PErr)
+            if self._shared:
+                return N.backend_shared_client(self._backend, None, out, e)
+            return N.backend_sglang_new(ctypes.byref(self._sglang_params), out, e)
+
+        def on_progress(ctx, p):
+            if progress is not None:
+                c = p.contents
+                try:
+                    progress({"total": c.total, "done": c.done, "resumed": c.resumed, "errors": c.errors,
+                              "elapsed_s": c.elapsed_s})
+                except Exception:  # a failing callback must not unwind through C
+                    pass
+
+        cb = (N.BATCH_NEW_BACKEND(new_backend), N.BATCH_PROGRESS(on_progress), N.BATCH_STOP(lambda ctx: stop.is_set()))
+        p = N.BatchParams(input_path=_b(os.fspath(input)), output_path=_b(os.fspath(output)), format=fmts[format],
+                          schema_json=stext, schema_len=len(stext) if stext else 0, opts=ctypes.pointer(opts),
+                          context_field=_b(context_field), id_field=_b(id_field), context_column=_b(context_column),
+                          id_column=_b(id_column), values_only=bool(values_only), overwrite=bool(overwrite),
+                          n_parallel=int(parallel), max_record_bytes=int(max_record_bytes),
+                          fingerprint_extra=_b("model=" + self.model_name), new_backend=cb[0],
+                          on_progress=cb[1], stop=cb[2])
+        summary, err, rc = N.BatchProgress(), N.Error(), [0]
+
+        def run():
+            rc[0] = N.batch_run(ctypes.byref(p), ctypes.byref(summary), ctypes.byref(err))
+
+        t = threading.Thread(target=run)
+        t.start()
+        while t.is_alive():
+            try:
+                t.join(0.2)
+            except KeyboardInterrupt:  # finish the records in flight; the output stays resumable
+                stop.set()
+        _check(rc[0], err)
+        return {"total": summary.total, "done": summary.done, "resumed": summary.resumed, "errors": summary.errors,
+                "elapsed_s": summary.elapsed_s, "stopped": summary.stopped,
+                "usage": {"prompt_tokens": summary.usage.prompt_tokens, "cached_tokens": summary.usage.cached_tokens,
+                          "computed_tokens": summary.usage.computed_tokens}, "output": os.fspath(output)}
 
     # -- Aeon synthesis
     def synth(self, program, *, temperature=0.0, seed=0, max_tokens=128, max_probes=4096, top_k=32, attempts=8,

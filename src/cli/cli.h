@@ -46,5 +46,6 @@ int tl_cmd_serve(int argc, char **argv);
 int tl_cmd_synth(int argc, char **argv);
 int tl_cmd_oracle(int argc, char **argv);
 int tl_cmd_template(int argc, char **argv);
+int tl_cmd_batch(int argc, char **argv);
 
 #endif

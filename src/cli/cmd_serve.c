@@ -81,6 +81,8 @@ int tl_cmd_serve(int argc, char **argv) {
         TL_OPT_CTX(&n_ctx),
         {0, "extend-ctx", TL_OPT_FLAG, &extend,
          .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
+        {0, "data-dir", TL_OPT_STR, &p.data_dir, .metavar = "DIR",
+         .help = "the Files and Batch API's files and jobs (default $TYPELLM_CACHE/server or ~/.cache/typellm/server)"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -100,6 +102,15 @@ int tl_cmd_serve(int argc, char **argv) {
     if (strcmp(log_format, "text") && strcmp(log_format, "json"))
         return tl_opt_fail(&cmd, "--log-format: '%s' is not text or json", log_format);
     p.log_json = !strcmp(log_format, "json");
+    char data_dir_buf[4096];
+    if (!p.data_dir) {
+        const char *cache = getenv("TYPELLM_CACHE"), *home = getenv("HOME");
+        if (cache && *cache)
+            snprintf(data_dir_buf, sizeof data_dir_buf, "%s/server", cache);
+        else if (home && *home)
+            snprintf(data_dir_buf, sizeof data_dir_buf, "%s/.cache/typellm/server", home);
+        p.data_dir = (cache && *cache) || (home && *home) ? data_dir_buf : NULL;
+    }
     if (p.host && !strcmp(p.host, "localhost"))
         p.host = "127.0.0.1";
     char *key_buf = NULL;

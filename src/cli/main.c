@@ -24,6 +24,7 @@ static const command commands[] = {
     {"template", tl_cmd_template, "render a chat template for a conversation, byte for byte"},
     {"inspect", tl_cmd_inspect, "describe a GGUF file"},
     {"quantize", tl_cmd_quantize, "convert a GGUF model's weights to Q8_0/Q4_0/Q4_K/Q6_K/..."},
+    {"batch", tl_cmd_batch, "typed decisions over every record of a JSONL / CSV / OpenAI batch file, resumable"},
 };
 
 static void usage(FILE *f) {

@@ -87,6 +87,8 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
                            .on_step = metrics_on_step, .on_step_ctx = s->metrics};
     tl_status st = s->metrics ? tl_backend_shared_new(m, &sp, &s->shared, err)
                               : tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
+    if (st == TL_OK && params->data_dir)
+        st = batch_store_open(s, err);
     if (st != TL_OK) {
         tl_server_free(s);
         return st;
@@ -151,6 +153,7 @@ sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
     w.deadline_s = tl_now_s() + s->p.request_timeout_s;
     w.cancelled = req->client_gone;
     w.ctx = req->client_ctx;
+    w.priority = req->priority;
     return w;
 }
 
@@ -320,6 +323,9 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             break;
         }
     }
+    static const route files_batches = {NULL, "", handle_files_batches, DIALECT_OPENAI};
+    if (!rt && files_batches_path(path))
+        rt = &files_batches; /* ids in the path: the handler routes by method and path */
     bool fastapi = !strncmp(path, "/v1/", 4);
     if (!rt) {
         int code = path_known ? 405 : 404;
@@ -611,6 +617,7 @@ tl_status tl_server_start(tl_server *s, tl_error *err) {
 void tl_server_stop(tl_server *s) {
     if (!s)
         return;
+    batch_store_close(s); /* batch records in flight finish before the drain refuses requests */
     if (s->daemon) {
         /* Drain: new requests get 503; running ones (and their replies) finish. */
         double deadline = tl_now_s() + s->p.drain_timeout_s;

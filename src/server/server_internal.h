@@ -69,6 +69,7 @@ struct tl_server {
     size_t max_token_bytes;     /* longest token's text (bytes): token-count lower bounds */
     struct server_metrics *metrics; /* GET /metrics (metrics.h); fed by every request and step */
     uint64_t next_log_id;       /* the request log's ids (atomic increments) */
+    struct batch_store *batches; /* the Files and Batch API (batches_api.c); NULL without --data-dir */
 };
 
 /* Takes / releases a model slot; false when max_queue are already in flight (-> 429). */
@@ -379,6 +380,17 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
 
 /* The schema checks tl_decide makes before it needs the model (early 4xx). */
 tl_status server_check_schema(const json_t *schema, tl_error *err);
+
+/* ---- OpenAI Files and Batch API (files_api.c, batches_api.c) ----------------- */
+
+/* /v1/files... and /v1/batches...: the paths handle_files_batches answers. */
+bool files_batches_path(const char *path);
+void handle_files_batches(tl_server *s, const tl_http_request *req, tl_http_reply *r);
+/* Opens p.data_dir and resumes the batches an earlier server left unfinished. */
+tl_status batch_store_open(tl_server *s, tl_error *err);
+/* Stops the batch runners (their records in flight finish; the output stays
+ * resumable) and frees the store. Idempotent. */
+void batch_store_close(tl_server *s);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);
