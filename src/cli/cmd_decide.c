@@ -26,12 +26,15 @@ typedef struct decide_args {
     const char *server, *api_key, *api_key_file, *tokenizer;
     double server_timeout; /* seconds per request; 0: the backend's default */
     long server_retries;   /* -1: the backend's default */
+    const char *engine;    /* --engine sglang|llamacpp|vllm|auto (default auto) */
 } decide_args;
 
 static tl_status sglang_backend(const decide_args *a, tl_backend **b, tl_error *err) {
-    tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries};
-    return tl_backend_sglang_new(&p, b, err);
+    tl_remote_params p = {.conn = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
+                                   .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries}};
+    if (!tl_engine_parse(a->engine ? a->engine : "auto", &p.engine))
+        return tl_error_set(err, TL_ERR_INVALID, "--engine %s: expected sglang, llamacpp, vllm or auto", a->engine);
+    return tl_backend_remote_new(&p, b, err);
 }
 
 static tl_status load_schema(const char *path, const tl_decide_opts *opts, tl_schema **out, tl_error *err) {
@@ -88,7 +91,7 @@ int tl_cmd_decide(int argc, char **argv) {
          .help = "when the prompt outgrows the context, return the fields decided before it"},
         TL_OPT_NO_MMAP(&a.no_mmap),
         {0, "server", TL_OPT_STR, &a.server, .metavar = "URL",
-         .help = "decide on an SGLang server (or typellm serve) instead of a local model"},
+         .help = "decide on a server (SGLang, llama.cpp, vLLM, typellm serve) instead of a local model"},
         {0, "api-key", TL_OPT_STR, &a.api_key, .metavar = "K",
          .help = "with --server: send Authorization: Bearer K (default $TYPELLM_API_KEY)"},
         {0, "api-key-file", TL_OPT_STR, &a.api_key_file, .metavar = "F", .help = "with --server: the key from F"},
@@ -100,6 +103,9 @@ int tl_cmd_decide(int argc, char **argv) {
          .metavar = "S", .help = "with --server: seconds per request (default 60)"},
         {0, "server-retries", TL_OPT_LONG, &a.server_retries, .min = 0, .max = 100, .metavar = "N",
          .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"},
+        {0, "engine", TL_OPT_STR, &a.engine, .metavar = "E",
+         .help = "with --server: sglang, llamacpp (llama.cpp's llama-server), vllm, or auto (default:\n"
+                 "                             asks the server: llama.cpp's /props, else SGLang)"},
         {0},
     };
     const tl_opt_cmd cmd = {
