@@ -70,8 +70,11 @@ static void add_timings(const json_t *rep, tl_usage *u) {
  * ones every request carries. */
 static tl_status completion(lc_impl *im, const int32_t *ids, size_t n, json_t *fields, json_t **rep, tl_usage *usage,
                             tl_error *err) {
-    json_t *req = json_pack("{s:o,s:b,s:i,s:[s],s:b}", "prompt", tl_remote_ids_json(ids, n), "cache_prompt", 1,
-                            "id_slot", im->id_slot, "samplers", "temperature", "return_tokens", 1);
+    /* response_fields: the reply otherwise echoes the generation settings,
+     * ban lists included (858 kB for 31k bans) */
+    json_t *req = json_pack("{s:o,s:b,s:i,s:[s],s:b,s:[s,s,s]}", "prompt", tl_remote_ids_json(ids, n), "cache_prompt",
+                            1, "id_slot", im->id_slot, "samplers", "temperature", "return_tokens", 1, "response_fields",
+                            "tokens", "completion_probabilities", "timings");
     if (!req || !fields || json_object_update(req, fields)) {
         json_decref(req);
         json_decref(fields);
@@ -99,28 +102,29 @@ static tl_status first_position(const lc_impl *im, const json_t *rep, const char
     return TL_OK;
 }
 
-static bool is_cand(const tl_score_req *q, int32_t id) {
-    for (size_t c = 0; c < q->n_cands; c++)
-        if (q->cands[c] == id)
-            return true;
-    return false;
+/* ---- the candidate mask ------------------------------------------------- */
+
+/* A mask goes as a token-id grammar while it is short, else as logit_bias
+ * bans of the rest: the server matches every vocabulary entry against every
+ * grammar alternative (measured: about 0.5 ms per alternative on a 32k
+ * vocabulary), while a ban costs about 10 us to read; so a grammar while it
+ * has under 1/50 as many alternatives as there would be bans. */
+#define GRAMMAR_COST 50
+
+typedef struct lc_mask {
+    json_t *fields;  /* {"grammar": ...} or {"logit_bias": [[id, false], ...]} */
+    bool grammar;    /* post-sampling requests then need the trap */
+    int32_t trap;    /* a token neither allowed nor an end token */
+    unsigned char *member; /* n_vocab flags (bans only), else NULL */
+    int32_t n_vocab;
+} lc_mask;
+
+static void mask_free(lc_mask *m) {
+    json_decref(m->fields);
+    free(m->member);
+    memset(m, 0, sizeof *m);
 }
 
-/* Sets every candidate equal to id to lp; how many were set. */
-static size_t set_cand(tl_score_req *q, int32_t id, double lp) {
-    size_t k = 0;
-    for (size_t c = 0; c < q->n_cands; c++)
-        if (q->cands[c] == id) {
-            q->logprobs[c] = lp;
-            k++;
-        }
-    return k;
-}
-
-/* A candidate that ends generation (EOS closing a number) is allowed by
- * llama.cpp's grammar only where the grammar may end, so with one among the
- * candidates the grammar also accepts the empty string: every end token is
- * then allowed too (harmless: ratios need only the candidates and the best). */
 static bool any_eog(const tl_vocab *v, const int32_t *cands, size_t n) {
     for (size_t c = 0; v && c < n; c++)
         if (tl_vocab_is_eog(v, cands[c]))
@@ -128,118 +132,200 @@ static bool any_eog(const tl_vocab *v, const int32_t *cands, size_t n) {
     return false;
 }
 
-static tl_status cands_grammar(const tl_vocab *v, const int32_t *cands, size_t n, tl_strbuf *g, tl_error *err) {
-    bool ok = tl_strbuf_puts(g, "root ::=");
-    size_t k = 0;
-    for (size_t c = 0; c < n && ok; c++)
-        if (!v || !tl_vocab_is_eog(v, cands[c]))
-            ok = tl_strbuf_printf(g, "%s <[%d]>", k++ ? " |" : "", (int)cands[c]);
-    if (ok && any_eog(v, cands, n))
-        ok = tl_strbuf_puts(g, k ? " | \"\"" : " \"\"");
-    return ok ? TL_OK : tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-}
-
 static int cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
 }
 
-/* The smallest token id that is neither a candidate nor an end token (the
- * grammar must reject the first draw). */
-static tl_status trap_token(const tl_vocab *v, const tl_score_req *q, int32_t *out, tl_error *err) {
-    int32_t *s = malloc(q->n_cands * sizeof *s);
-    if (!s)
-        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-    memcpy(s, q->cands, q->n_cands * sizeof *s);
-    qsort(s, q->n_cands, sizeof *s, cmp_i32);
-    int32_t t = 0;
-    for (size_t i = 0;;) {
-        while (i < q->n_cands && s[i] < t)
-            i++;
-        if ((i < q->n_cands && s[i] == t) || (v && tl_vocab_is_eog(v, t)))
-            t++;
-        else
-            break;
+/* The mask over cands[0..k). End tokens are allowed by llama.cpp's grammar
+ * only where the grammar may end, so with one among the candidates the
+ * grammar may also end: every end token is then allowed too, harmless for
+ * ratios among the candidates; `exact` (the mask's mass is wanted, or one
+ * token alone) makes such a mask bans instead when the vocabulary size is known. */
+static tl_status mask_new(const tl_vocab *v, int32_t n_vocab, const int32_t *cands, size_t k, bool exact, lc_mask *m,
+                          tl_error *err) {
+    memset(m, 0, sizeof *m);
+    m->n_vocab = n_vocab;
+    bool eog = any_eog(v, cands, k);
+    m->grammar = n_vocab <= 0 || (k < (size_t)n_vocab && k * GRAMMAR_COST < (size_t)n_vocab - k && !(eog && exact));
+    if (m->grammar) {
+        tl_strbuf g = TL_STRBUF_INIT;
+        bool ok = tl_strbuf_puts(&g, "root ::=");
+        size_t written = 0;
+        for (size_t c = 0; c < k && ok; c++)
+            if (!v || !tl_vocab_is_eog(v, cands[c]))
+                ok = tl_strbuf_printf(&g, "%s <[%d]>", written++ ? " |" : "", (int)cands[c]);
+        if (ok && eog)
+            ok = tl_strbuf_puts(&g, written ? " | \"\"" : " \"\"");
+        m->fields = ok ? json_pack("{s:s}", "grammar", tl_strbuf_cstr(&g)) : NULL;
+        tl_strbuf_free(&g);
+        /* the trap: the smallest id neither a candidate nor an end token */
+        int32_t *s = malloc((k ? k : 1) * sizeof *s);
+        if (!s || !m->fields) {
+            free(s);
+            mask_free(m);
+            return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
+        }
+        memcpy(s, cands, k * sizeof *s);
+        qsort(s, k, sizeof *s, cmp_i32);
+        for (size_t i = 0;;) {
+            while (i < k && s[i] < m->trap)
+                i++;
+            if (!((i < k && s[i] == m->trap) || (v && tl_vocab_is_eog(v, m->trap))))
+                break;
+            m->trap++;
+        }
+        free(s);
+        return TL_OK;
     }
-    free(s);
-    *out = t;
+    m->member = calloc((size_t)n_vocab, 1);
+    json_t *lb = json_array();
+    if (!m->member || !lb) {
+        json_decref(lb);
+        mask_free(m);
+        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
+    }
+    for (size_t c = 0; c < k; c++)
+        if (cands[c] >= 0 && cands[c] < n_vocab)
+            m->member[cands[c]] = 1;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (!m->member[t])
+            json_array_append_new(lb, json_pack("[i,b]", (int)t, 0));
+    m->fields = json_pack("{s:o}", "logit_bias", lb);
+    if (!m->fields) {
+        mask_free(m);
+        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
+    }
     return TL_OK;
 }
 
-/* Pre-sampling probabilities with the sampled token forced into `g`'s
- * candidates: the best candidate (id, exact logprob) and the top K. */
-static tl_status ask_exact(lc_impl *im, const tl_vocab *v, const tl_score_req *q, const char *g, int k, json_t **rep,
+static bool mask_allows(const lc_mask *m, const tl_vocab *v, const int32_t *cands, size_t k, int32_t id) {
+    if (m->member)
+        return id >= 0 && id < m->n_vocab && m->member[id];
+    for (size_t c = 0; c < k; c++)
+        if (cands[c] == id)
+            return true;
+    return v && tl_vocab_is_eog(v, id) && any_eog(v, cands, k);
+}
+
+/* Pre-sampling probabilities with the sampled token kept inside the mask:
+ * the best allowed token (id, exact logprob) and the top n_top. */
+static tl_status ask_exact(lc_impl *im, const int32_t *ids, size_t n, const lc_mask *m, int n_top, json_t **rep,
                            int32_t *best, double *best_lp, const json_t **top, tl_usage *usage, tl_error *err) {
-    tl_status st = completion(im, q->ids, q->n,
-                              json_pack("{s:i,s:i,s:f,s:s,s:b}", "n_predict", 1, "n_probs", k, "temperature", 0.0,
-                                        "grammar", g, "post_sampling_probs", 0),
-                              rep, usage, err);
+    json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", n_top, "temperature", 0.0,
+                          "post_sampling_probs", 0);
+    if (f)
+        json_object_update(f, m->fields);
+    tl_status st = completion(im, ids, n, f, rep, usage, err);
     const json_t *pos = NULL;
     if (!st)
         st = first_position(im, *rep, "logprob", "top_logprobs", &pos, top, err);
-    if (st)
-        return st;
-    *best = (int32_t)json_integer_value(json_object_get(pos, "id"));
-    *best_lp = json_number_value(json_object_get(pos, "logprob"));
-    if (!is_cand(q, *best) && !(any_eog(v, q->cands, q->n_cands) && tl_vocab_is_eog(v, *best)))
-        return tl_error_set(err, TL_ERR_REMOTE,
-                            ENGINE ": /completion: the server sampled token %d outside the candidates' grammar "
-                                   "(llama.cpp %s: token-id grammars <[id]> are needed)",
-                            (int)*best, version_of(im));
-    return TL_OK;
+    if (!st) {
+        *best = (int32_t)json_integer_value(json_object_get(pos, "id"));
+        *best_lp = json_number_value(json_object_get(pos, "logprob"));
+    }
+    return st;
+}
+
+/* Post-sampling probabilities under the mask: the softmax over the allowed
+ * tokens alone (the top n_top of them). A grammar masks only after the first
+ * draw is rejected, so the trap token gets +1e4: that draw is always it. */
+static tl_status ask_masked(lc_impl *im, const int32_t *ids, size_t n, const lc_mask *m, int n_top, json_t **rep,
+                            const json_t **probs, tl_usage *usage, tl_error *err) {
+    json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", n_top, "temperature", 1.0,
+                          "post_sampling_probs", 1);
+    if (f) {
+        json_object_update(f, m->fields);
+        if (m->grammar)
+            json_object_set_new(f, "logit_bias", json_pack("[[i,f]]", (int)m->trap, 1e4));
+    }
+    tl_status st = completion(im, ids, n, f, rep, usage, err);
+    const json_t *pos = NULL;
+    return st ? st : first_position(im, *rep, "prob", "top_probs", &pos, probs, err);
+}
+
+static double prob_of(const json_t *probs, int32_t id) {
+    for (size_t e = 0; e < json_array_size(probs); e++)
+        if (json_integer_value(json_object_get(json_array_get(probs, e), "id")) == id)
+            return json_number_value(json_object_get(json_array_get(probs, e), "prob"));
+    return NAN;
+}
+
+/* ---- scoring ------------------------------------------------------------ */
+
+/* Candidate positions sorted by token id, for lookups in long lists. */
+typedef struct cand_pos {
+    int32_t id;
+    size_t at;
+} cand_pos;
+
+static int cmp_pos(const void *a, const void *b) {
+    const cand_pos *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Sets every still-unset candidate equal to id to lp; how many were set. */
+static size_t fill(tl_score_req *q, const cand_pos *pos, int32_t id, double lp) {
+    size_t lo = 0, hi = q->n_cands, k = 0;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pos[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < q->n_cands && pos[lo].id == id; lo++)
+        if (isnan(q->logprobs[pos[lo].at])) {
+            q->logprobs[pos[lo].at] = lp;
+            k++;
+        }
+    return k;
 }
 
 static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int32_t n_vocab, tl_usage *usage,
                            tl_error *err) {
     size_t nc = q->n_cands;
-    for (size_t c = 0; c < nc; c++)
+    cand_pos *pos = malloc(nc * sizeof *pos);
+    if (!pos)
+        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
+    for (size_t c = 0; c < nc; c++) {
         q->logprobs[c] = NAN;
-    tl_strbuf g = TL_STRBUF_INIT;
+        pos[c] = (cand_pos){q->cands[c], c};
+    }
+    qsort(pos, nc, sizeof *pos, cmp_pos);
+    lc_mask m;
     json_t *rep = NULL, *rep2 = NULL;
-    tl_status st = cands_grammar(v, q->cands, nc, &g, err);
-    size_t k = nc + 8;
-    if (n_vocab > 0 && k > (size_t)n_vocab)
-        k = (size_t)n_vocab;
+    tl_status st = mask_new(v, n_vocab, q->cands, nc, false, &m, err);
+    if (st) {
+        free(pos);
+        return st;
+    }
+    size_t n_top = nc + 8;
+    if (n_vocab > 0 && n_top > (size_t)n_vocab)
+        n_top = (size_t)n_vocab;
     int32_t best = -1;
     double best_lp = 0;
     const json_t *top = NULL;
-    if (!st)
-        st = ask_exact(im, v, q, tl_strbuf_cstr(&g), (int)k, &rep, &best, &best_lp, &top, usage, err);
+    st = ask_exact(im, q->ids, q->n, &m, (int)n_top, &rep, &best, &best_lp, &top, usage, err);
+    if (!st && !mask_allows(&m, v, q->cands, nc, best))
+        st = tl_error_set(err, TL_ERR_REMOTE,
+                          ENGINE ": /completion: the server sampled token %d outside the candidates' mask "
+                                 "(llama.cpp %s: token-id grammars <[id]> and logit_bias bans are needed)",
+                          (int)best, version_of(im));
     if (st)
         goto done;
-    size_t missing = nc - set_cand(q, best, best_lp);
+    size_t missing = nc - fill(q, pos, best, best_lp);
     for (size_t e = 0; e < json_array_size(top) && missing; e++) {
         const json_t *t = json_array_get(top, e);
         const json_t *id = json_object_get(t, "id"), *lp = json_object_get(t, "logprob");
-        if (json_is_integer(id) && json_is_number(lp)) {
-            int32_t tid = (int32_t)json_integer_value(id);
-            for (size_t c = 0; c < nc; c++)
-                if (q->cands[c] == tid && isnan(q->logprobs[c])) {
-                    q->logprobs[c] = json_number_value(lp);
-                    missing--;
-                }
-        }
+        if (json_is_integer(id) && json_is_number(lp))
+            missing -= fill(q, pos, (int32_t)json_integer_value(id), json_number_value(lp));
     }
-    if (missing) { /* the rest: ratios to the best candidate under the grammar's mask */
-        int32_t trap = 0;
-        if ((st = trap_token(v, q, &trap, err)))
+    if (missing) { /* the rest: ratios to the best candidate under the mask */
+        const json_t *probs = NULL;
+        if ((st = ask_masked(im, q->ids, q->n, &m, (int)nc + 16, &rep2, &probs, usage, err)))
             goto done;
-        st = completion(im, q->ids, q->n,
-                        json_pack("{s:i,s:i,s:f,s:s,s:b,s:[[i,f]]}", "n_predict", 1, "n_probs", (int)nc + 16,
-                                  "temperature", 1.0, "grammar", tl_strbuf_cstr(&g), "post_sampling_probs", 1,
-                                  "logit_bias", (int)trap, 1e4),
-                        &rep2, usage, err);
-        const json_t *pos = NULL, *probs = NULL;
-        if (!st)
-            st = first_position(im, rep2, "prob", "top_probs", &pos, &probs, err);
-        if (st)
-            goto done;
-        double p_best = NAN;
-        for (size_t e = 0; e < json_array_size(probs); e++) {
-            const json_t *t = json_array_get(probs, e);
-            if (json_integer_value(json_object_get(t, "id")) == best)
-                p_best = json_number_value(json_object_get(t, "prob"));
-        }
+        double p_best = prob_of(probs, best);
         if (!(p_best > 0)) {
             st = tl_error_set(err, TL_ERR_REMOTE,
                               ENGINE ": /completion: post-sampling probabilities lack the best candidate %d "
@@ -251,38 +337,34 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
             const json_t *t = json_array_get(probs, e);
             const json_t *id = json_object_get(t, "id");
             double p = json_number_value(json_object_get(t, "prob"));
-            if (!json_is_integer(id) || !(p > 0))
-                continue;
-            int32_t tid = (int32_t)json_integer_value(id);
-            for (size_t c = 0; c < nc; c++)
-                if (q->cands[c] == tid && isnan(q->logprobs[c]))
-                    q->logprobs[c] = best_lp + log(p / p_best);
+            if (json_is_integer(id) && p > 0)
+                fill(q, pos, (int32_t)json_integer_value(id), best_lp + log(p / p_best));
         }
     }
     /* masked probabilities that underflowed float: each candidate alone */
     for (size_t c = 0; c < nc && !st; c++) {
         if (!isnan(q->logprobs[c]))
             continue;
-        tl_strbuf one = TL_STRBUF_INIT;
+        lc_mask one;
         json_t *r3 = NULL;
         int32_t got = -1;
         double lp = 0;
         const json_t *t3 = NULL;
-        tl_score_req single = {q->ids, q->n, &q->cands[c], 1, NULL};
-        st = cands_grammar(v, &q->cands[c], 1, &one, err);
+        st = mask_new(v, n_vocab, &q->cands[c], 1, true, &one, err);
         if (!st)
-            st = ask_exact(im, v, &single, tl_strbuf_cstr(&one), 1, &r3, &got, &lp, &t3, usage, err);
-        if (!st && !set_cand(q, got, lp))
+            st = ask_exact(im, q->ids, q->n, &one, 1, &r3, &got, &lp, &t3, usage, err);
+        if (!st && !fill(q, pos, got, lp))
             st = tl_error_set(err, TL_ERR_REMOTE,
-                              ENGINE ": /completion: end token %d cannot be scored alone (the server chose %d)",
+                              ENGINE ": /completion: token %d cannot be scored alone (the server chose %d)",
                               (int)q->cands[c], (int)got);
         json_decref(r3);
-        tl_strbuf_free(&one);
+        mask_free(&one);
     }
 done:
     json_decref(rep);
     json_decref(rep2);
-    tl_strbuf_free(&g);
+    mask_free(&m);
+    free(pos);
     return st;
 }
 
@@ -298,82 +380,26 @@ static tl_status lc_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage 
     return TL_OK;
 }
 
-/* The mask over allowed[0..k) as request fields: logit_bias bans of the
- * rest when that is the shorter list (or an end token is allowed, which a
- * grammar could not say exactly), else the token-id grammar; *needs_trap: a
- * post-sampling request must make the first draw fail (grammar only). */
-static tl_status mask_fields(const tl_vocab *v, const int32_t *allowed, size_t k, int32_t n_vocab,
-                             unsigned char *member, json_t **fields, bool *needs_trap, tl_error *err) {
-    *fields = NULL;
-    bool bans = n_vocab > 0 && ((size_t)n_vocab - k <= k || any_eog(v, allowed, k));
-    *needs_trap = !bans;
-    if (!bans) {
-        tl_strbuf g = TL_STRBUF_INIT;
-        tl_status st = cands_grammar(v, allowed, k, &g, err);
-        if (!st && !(*fields = json_pack("{s:s}", "grammar", tl_strbuf_cstr(&g))))
-            st = tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-        tl_strbuf_free(&g);
-        return st;
-    }
-    json_t *lb = json_array();
-    for (int32_t t = 0; lb && t < n_vocab; t++)
-        if (!member[t] && json_array_append_new(lb, json_pack("[i,b]", (int)t, 0)))
-            break;
-    if (!lb || !(*fields = json_pack("{s:o}", "logit_bias", lb)))
-        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-    return TL_OK;
-}
-
 static tl_status lc_score_greedy(tl_backend *b, const int32_t *ids, size_t n, const int32_t *allowed, size_t k,
                                  int32_t *best, double *lp_full, double *log_mass, tl_usage *usage, tl_error *err) {
     lc_impl *im = b->impl;
-    int32_t nv = b->n_vocab;
-    unsigned char *member = calloc(nv > 0 ? (size_t)nv : 1, 1);
-    if (!member)
-        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-    for (size_t i = 0; i < k; i++)
-        if (allowed[i] >= 0 && allowed[i] < nv)
-            member[allowed[i]] = 1;
-    json_t *mask = NULL, *rep = NULL, *rep2 = NULL;
-    bool needs_trap = false;
-    tl_status st = mask_fields(b->vocab, allowed, k, nv, member, &mask, &needs_trap, err);
-    const json_t *pos = NULL, *list = NULL;
-    if (!st) { /* the best allowed token and its exact logprob */
-        json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", 1, "temperature", 0.0,
-                              "post_sampling_probs", 0);
-        json_object_update(f, mask);
-        st = completion(im, ids, n, f, &rep, usage, err);
-    }
+    lc_mask m;
+    json_t *rep = NULL, *rep2 = NULL;
+    const json_t *list = NULL;
+    tl_status st = mask_new(b->vocab, b->n_vocab, allowed, k, true, &m, err);
+    if (st)
+        return st;
+    /* the best allowed token and its exact logprob */
+    st = ask_exact(im, ids, n, &m, 1, &rep, best, lp_full, &list, usage, err);
+    if (!st && !mask_allows(&m, b->vocab, allowed, k, *best))
+        st = tl_error_set(err, TL_ERR_REMOTE,
+                          ENGINE ": /completion: the server sampled token %d outside the mask (llama.cpp %s)",
+                          (int)*best, version_of(im));
+    /* its probability renormalised over the mask: the ratio is the mask's mass */
     if (!st)
-        st = first_position(im, rep, "logprob", "top_logprobs", &pos, &list, err);
+        st = ask_masked(im, ids, n, &m, 4, &rep2, &list, usage, err);
     if (!st) {
-        *best = (int32_t)json_integer_value(json_object_get(pos, "id"));
-        *lp_full = json_number_value(json_object_get(pos, "logprob"));
-        if (*best < 0 || (nv > 0 && (*best >= nv || !member[*best])))
-            st = tl_error_set(err, TL_ERR_REMOTE,
-                              ENGINE ": /completion: the server sampled token %d outside the mask (llama.cpp %s)",
-                              (int)*best, version_of(im));
-    }
-    if (!st) { /* its probability renormalised over the mask: the ratio is the mask's mass */
-        json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", 4, "temperature", 1.0,
-                              "post_sampling_probs", 1);
-        json_object_update(f, mask);
-        int32_t trap = 0;
-        tl_score_req q = {ids, n, allowed, k, NULL};
-        if (needs_trap && !(st = trap_token(b->vocab, &q, &trap, err)))
-            json_object_set_new(f, "logit_bias", json_pack("[[i,f]]", (int)trap, 1e4));
-        if (!st)
-            st = completion(im, ids, n, f, &rep2, usage, err);
-        else
-            json_decref(f);
-    }
-    if (!st)
-        st = first_position(im, rep2, "prob", "top_probs", &pos, &list, err);
-    if (!st) {
-        double p = NAN;
-        for (size_t e = 0; e < json_array_size(list); e++)
-            if (json_integer_value(json_object_get(json_array_get(list, e), "id")) == *best)
-                p = json_number_value(json_object_get(json_array_get(list, e), "prob"));
+        double p = prob_of(list, *best);
         if (p > 0)
             *log_mass = *lp_full - log(p);
         else
@@ -381,10 +407,9 @@ static tl_status lc_score_greedy(tl_backend *b, const int32_t *ids, size_t n, co
                               ENGINE ": /completion: post-sampling probabilities lack the best token %d (llama.cpp %s)",
                               (int)*best, version_of(im));
     }
-    json_decref(mask);
     json_decref(rep);
     json_decref(rep2);
-    free(member);
+    mask_free(&m);
     return st;
 }
 
