@@ -2,28 +2,26 @@
  *
  * What the server offers and what it means (tools/server, server-context.cpp
  * and server-common.cpp at the commit the project's peer is built from; see
- * docs/decide.md "llama.cpp's server"):
+ * docs/engines.md):
  *  - /completion with a token-id prompt, n_predict 1 and n_probs K returns,
  *    with post_sampling_probs false, log-probabilities read from the raw
  *    logits: a softmax over the whole vocabulary, so exact. The sampled
  *    token's own logprob is looked up over all tokens, not only the top K.
- *  - A grammar of token ids (`root ::= <[12]> | <[40]>`) restricts the
- *    sampled token to the candidates; with temperature 0 it is the best
- *    candidate (grammar-rejection resampling), so one request gives the best
- *    candidate's exact logprob and every candidate inside the top K.
- *  - With post_sampling_probs true, samplers ["temperature"], temperature 1
- *    and the same grammar, the probabilities are those after the grammar's
- *    mask: exp(l_c - l_max) / sum over the candidates, for every candidate.
- *    The grammar only masks when the first, unconstrained draw is rejected,
- *    so a logit_bias of +1e4 on one non-candidate makes that draw always
- *    rejected. Ratios to the best candidate then give every candidate's exact
- *    logprob: lp_c = lp_best + log(p_c / p_best).
- * So a candidate set costs one request when the candidates are among the
- * top K, two otherwise (a third per candidate only when its masked
- * probability underflows float: more than ~87 nats below the best).
+ *  - logit_bias acts in the sampler chain, after those raw logits: +1000 on
+ *    the candidates at temperature 0 makes the sampled token the best
+ *    candidate without changing any reported probability. So one request
+ *    gives the best candidate's exact logprob and every candidate in the top
+ *    K; a candidate outside it costs one more request boosting it alone.
+ *  - With post_sampling_probs true and temperature 1 the probabilities are
+ *    those after the chain: under the same boost, the softmax over the
+ *    candidates alone (the rest are 1000 nats below). Many missing
+ *    candidates are read from that one request as ratios to the best:
+ *    lp_c = lp_best + log(p_c / p_best).
  * Every request names one slot (id_slot) with cache_prompt, so a decision's
  * shared context stays in that slot's cache and each request computes only
- * its new tail (the server's parallel slots share no prefix).
+ * its new tail (the server's parallel slots share no prefix). A greedy step
+ * over a large mask (strings) asks the best allowed token and its masked
+ * probability, whose ratio is the mask's mass (score_greedy).
  * Generation under a regex (free-text strings, numbers without a local
  * tokenizer) sends the regex as GBNF (gbnf.c), sampled with only the
  * temperature sampler: greedy at 0, the grammar-renormalised distribution
@@ -104,19 +102,25 @@ static tl_status first_position(const lc_impl *im, const json_t *rep, const char
 
 /* ---- the candidate mask ------------------------------------------------- */
 
-/* A mask goes as a token-id grammar while it is short, else as logit_bias
- * bans of the rest: the server matches every vocabulary entry against every
- * grammar alternative (measured: about 0.5 ms per alternative on a 32k
- * vocabulary), while a ban costs about 10 us to read; so a grammar while it
- * has under 1/50 as many alternatives as there would be bans. */
-#define GRAMMAR_COST 50
+/* A mask is a logit_bias list: +BOOST on each allowed token, or (when the
+ * allowed set is the larger half of a known vocabulary) a ban of each other
+ * token. Either way the sampled token at temperature 0 is the best allowed
+ * one, and post-sampling probabilities are the softmax over the allowed
+ * tokens alone (the rest are e^-1000 below: 0 in float). logit_bias acts in
+ * the sampler chain, after the raw logits the pre-sampling probabilities are
+ * read from, so those stay the model's own. (A token-id grammar masks too,
+ * but the server then matches every vocabulary entry against it per request:
+ * 30 ms for two candidates on a 151k vocabulary, 137 ms post-sampling, where
+ * a boosted request takes 5 ms.) BOOST is small enough that logit + BOOST in
+ * float keeps the logit to 6e-5. */
+#define BOOST 1000.0
 
 typedef struct lc_mask {
-    json_t *fields;  /* {"grammar": ...} or {"logit_bias": [[id, false], ...]} */
-    bool grammar;    /* post-sampling requests then need the trap */
-    int32_t trap;    /* a token neither allowed nor an end token */
-    unsigned char *member; /* n_vocab flags (bans only), else NULL */
+    json_t *fields;        /* {"logit_bias": [[id, BOOST | false], ...]} */
+    unsigned char *member; /* n_vocab flags when the vocabulary size is known */
     int32_t n_vocab;
+    const int32_t *cands;  /* when member is NULL */
+    size_t k;
 } lc_mask;
 
 static void mask_free(lc_mask *m) {
@@ -125,87 +129,45 @@ static void mask_free(lc_mask *m) {
     memset(m, 0, sizeof *m);
 }
 
-static bool any_eog(const tl_vocab *v, const int32_t *cands, size_t n) {
-    for (size_t c = 0; v && c < n; c++)
-        if (tl_vocab_is_eog(v, cands[c]))
-            return true;
-    return false;
-}
-
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The mask over cands[0..k). End tokens are allowed by llama.cpp's grammar
- * only where the grammar may end, so with one among the candidates the
- * grammar may also end: every end token is then allowed too, harmless for
- * ratios among the candidates; `exact` (the mask's mass is wanted, or one
- * token alone) makes such a mask bans instead when the vocabulary size is known. */
-static tl_status mask_new(const tl_vocab *v, int32_t n_vocab, const int32_t *cands, size_t k, bool exact, lc_mask *m,
-                          tl_error *err) {
+static tl_status mask_new(int32_t n_vocab, const int32_t *cands, size_t k, lc_mask *m, tl_error *err) {
     memset(m, 0, sizeof *m);
     m->n_vocab = n_vocab;
-    bool eog = any_eog(v, cands, k);
-    m->grammar = n_vocab <= 0 || (k < (size_t)n_vocab && k * GRAMMAR_COST < (size_t)n_vocab - k && !(eog && exact));
-    if (m->grammar) {
-        tl_strbuf g = TL_STRBUF_INIT;
-        bool ok = tl_strbuf_puts(&g, "root ::=");
-        size_t written = 0;
-        for (size_t c = 0; c < k && ok; c++)
-            if (!v || !tl_vocab_is_eog(v, cands[c]))
-                ok = tl_strbuf_printf(&g, "%s <[%d]>", written++ ? " |" : "", (int)cands[c]);
-        if (ok && eog)
-            ok = tl_strbuf_puts(&g, written ? " | \"\"" : " \"\"");
-        m->fields = ok ? json_pack("{s:s}", "grammar", tl_strbuf_cstr(&g)) : NULL;
-        tl_strbuf_free(&g);
-        /* the trap: the smallest id neither a candidate nor an end token */
-        int32_t *s = malloc((k ? k : 1) * sizeof *s);
-        if (!s || !m->fields) {
-            free(s);
-            mask_free(m);
-            return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-        }
-        memcpy(s, cands, k * sizeof *s);
-        qsort(s, k, sizeof *s, cmp_i32);
-        for (size_t i = 0;;) {
-            while (i < k && s[i] < m->trap)
-                i++;
-            if (!((i < k && s[i] == m->trap) || (v && tl_vocab_is_eog(v, m->trap))))
-                break;
-            m->trap++;
-        }
-        free(s);
-        return TL_OK;
-    }
-    m->member = calloc((size_t)n_vocab, 1);
+    m->cands = cands;
+    m->k = k;
     json_t *lb = json_array();
-    if (!m->member || !lb) {
+    if (n_vocab > 0 && !(m->member = calloc((size_t)n_vocab, 1))) {
         json_decref(lb);
-        mask_free(m);
         return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
     }
-    for (size_t c = 0; c < k; c++)
-        if (cands[c] >= 0 && cands[c] < n_vocab)
-            m->member[cands[c]] = 1;
-    for (int32_t t = 0; t < n_vocab; t++)
+    size_t distinct = k;
+    if (m->member) {
+        distinct = 0;
+        for (size_t c = 0; c < k; c++)
+            if (cands[c] >= 0 && cands[c] < n_vocab && !m->member[cands[c]]) {
+                m->member[cands[c]] = 1;
+                distinct++;
+            }
+    }
+    bool bans = m->member && distinct > (size_t)n_vocab - distinct;
+    for (int32_t t = 0; lb && bans && t < n_vocab; t++)
         if (!m->member[t])
             json_array_append_new(lb, json_pack("[i,b]", (int)t, 0));
-    m->fields = json_pack("{s:o}", "logit_bias", lb);
-    if (!m->fields) {
+    for (size_t c = 0; lb && !bans && c < k; c++)
+        json_array_append_new(lb, json_pack("[i,f]", (int)cands[c], BOOST));
+    if (!lb || !(m->fields = json_pack("{s:o}", "logit_bias", lb))) {
         mask_free(m);
         return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
     }
     return TL_OK;
 }
 
-static bool mask_allows(const lc_mask *m, const tl_vocab *v, const int32_t *cands, size_t k, int32_t id) {
+static bool mask_allows(const lc_mask *m, int32_t id) {
     if (m->member)
         return id >= 0 && id < m->n_vocab && m->member[id];
-    for (size_t c = 0; c < k; c++)
-        if (cands[c] == id)
+    for (size_t c = 0; c < m->k; c++)
+        if (m->cands[c] == id)
             return true;
-    return v && tl_vocab_is_eog(v, id) && any_eog(v, cands, k);
+    return false;
 }
 
 /* Pre-sampling probabilities with the sampled token kept inside the mask:
@@ -223,22 +185,23 @@ static tl_status ask_exact(lc_impl *im, const int32_t *ids, size_t n, const lc_m
     if (!st) {
         *best = (int32_t)json_integer_value(json_object_get(pos, "id"));
         *best_lp = json_number_value(json_object_get(pos, "logprob"));
+        if (!mask_allows(m, *best))
+            st = tl_error_set(err, TL_ERR_REMOTE,
+                              ENGINE ": /completion: the server sampled token %d outside the mask (llama.cpp %s: "
+                                     "logit_bias must act on sampling)",
+                              (int)*best, version_of(im));
     }
     return st;
 }
 
-/* Post-sampling probabilities under the mask: the softmax over the allowed
- * tokens alone (the top n_top of them). A grammar masks only after the first
- * draw is rejected, so the trap token gets +1e4: that draw is always it. */
+/* Post-sampling probabilities under the mask at temperature 1: the softmax
+ * over the allowed tokens alone (the top n_top of them). */
 static tl_status ask_masked(lc_impl *im, const int32_t *ids, size_t n, const lc_mask *m, int n_top, json_t **rep,
                             const json_t **probs, tl_usage *usage, tl_error *err) {
     json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", n_top, "temperature", 1.0,
                           "post_sampling_probs", 1);
-    if (f) {
+    if (f)
         json_object_update(f, m->fields);
-        if (m->grammar)
-            json_object_set_new(f, "logit_bias", json_pack("[[i,f]]", (int)m->trap, 1e4));
-    }
     tl_status st = completion(im, ids, n, f, rep, usage, err);
     const json_t *pos = NULL;
     return st ? st : first_position(im, *rep, "prob", "top_probs", &pos, probs, err);
@@ -282,8 +245,11 @@ static size_t fill(tl_score_req *q, const cand_pos *pos, int32_t id, double lp) 
     return k;
 }
 
-static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int32_t n_vocab, tl_usage *usage,
-                           tl_error *err) {
+/* Up to this many candidates outside the top K are asked one by one (a
+ * boosted request is about 5 ms); more, by one post-sampling request. */
+#define MAX_SINGLES 4
+
+static tl_status score_one(lc_impl *im, tl_score_req *q, int32_t n_vocab, tl_usage *usage, tl_error *err) {
     size_t nc = q->n_cands;
     cand_pos *pos = malloc(nc * sizeof *pos);
     if (!pos)
@@ -295,7 +261,7 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
     qsort(pos, nc, sizeof *pos, cmp_pos);
     lc_mask m;
     json_t *rep = NULL, *rep2 = NULL;
-    tl_status st = mask_new(v, n_vocab, q->cands, nc, false, &m, err);
+    tl_status st = mask_new(n_vocab, q->cands, nc, &m, err);
     if (st) {
         free(pos);
         return st;
@@ -307,11 +273,6 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
     double best_lp = 0;
     const json_t *top = NULL;
     st = ask_exact(im, q->ids, q->n, &m, (int)n_top, &rep, &best, &best_lp, &top, usage, err);
-    if (!st && !mask_allows(&m, v, q->cands, nc, best))
-        st = tl_error_set(err, TL_ERR_REMOTE,
-                          ENGINE ": /completion: the server sampled token %d outside the candidates' mask "
-                                 "(llama.cpp %s: token-id grammars <[id]> and logit_bias bans are needed)",
-                          (int)best, version_of(im));
     if (st)
         goto done;
     size_t missing = nc - fill(q, pos, best, best_lp);
@@ -321,9 +282,9 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
         if (json_is_integer(id) && json_is_number(lp))
             missing -= fill(q, pos, (int32_t)json_integer_value(id), json_number_value(lp));
     }
-    if (missing) { /* the rest: ratios to the best candidate under the mask */
+    if (missing > MAX_SINGLES) { /* the rest: ratios to the best candidate under the mask */
         const json_t *probs = NULL;
-        if ((st = ask_masked(im, q->ids, q->n, &m, (int)nc + 16, &rep2, &probs, usage, err)))
+        if ((st = ask_masked(im, q->ids, q->n, &m, (int)nc, &rep2, &probs, usage, err)))
             goto done;
         double p_best = prob_of(probs, best);
         if (!(p_best > 0)) {
@@ -341,7 +302,8 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
                 fill(q, pos, (int32_t)json_integer_value(id), best_lp + log(p / p_best));
         }
     }
-    /* masked probabilities that underflowed float: each candidate alone */
+    /* a few candidates (or masked probabilities that underflowed float): each
+     * alone, boosted so that it is the sampled token */
     for (size_t c = 0; c < nc && !st; c++) {
         if (!isnan(q->logprobs[c]))
             continue;
@@ -350,13 +312,11 @@ static tl_status score_one(lc_impl *im, const tl_vocab *v, tl_score_req *q, int3
         int32_t got = -1;
         double lp = 0;
         const json_t *t3 = NULL;
-        st = mask_new(v, n_vocab, &q->cands[c], 1, true, &one, err);
+        st = mask_new(n_vocab, &q->cands[c], 1, &one, err);
         if (!st)
             st = ask_exact(im, q->ids, q->n, &one, 1, &r3, &got, &lp, &t3, usage, err);
-        if (!st && !fill(q, pos, got, lp))
-            st = tl_error_set(err, TL_ERR_REMOTE,
-                              ENGINE ": /completion: token %d cannot be scored alone (the server chose %d)",
-                              (int)q->cands[c], (int)got);
+        if (!st)
+            fill(q, pos, got, lp);
         json_decref(r3);
         mask_free(&one);
     }
@@ -373,7 +333,7 @@ done:
 static tl_status lc_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
     lc_impl *im = b->impl;
     for (size_t r = 0; r < k; r++) {
-        tl_status st = score_one(im, b->vocab, &reqs[r], b->n_vocab, usage, err);
+        tl_status st = score_one(im, &reqs[r], b->n_vocab, usage, err);
         if (st)
             return k > 1 ? tl_error_wrap(err, ENGINE ": scoring request %zu of %zu", r, k) : st;
     }
@@ -386,15 +346,11 @@ static tl_status lc_score_greedy(tl_backend *b, const int32_t *ids, size_t n, co
     lc_mask m;
     json_t *rep = NULL, *rep2 = NULL;
     const json_t *list = NULL;
-    tl_status st = mask_new(b->vocab, b->n_vocab, allowed, k, true, &m, err);
+    tl_status st = mask_new(b->n_vocab, allowed, k, &m, err);
     if (st)
         return st;
     /* the best allowed token and its exact logprob */
     st = ask_exact(im, ids, n, &m, 1, &rep, best, lp_full, &list, usage, err);
-    if (!st && !mask_allows(&m, b->vocab, allowed, k, *best))
-        st = tl_error_set(err, TL_ERR_REMOTE,
-                          ENGINE ": /completion: the server sampled token %d outside the mask (llama.cpp %s)",
-                          (int)*best, version_of(im));
     /* its probability renormalised over the mask: the ratio is the mask's mass */
     if (!st)
         st = ask_masked(im, ids, n, &m, 4, &rep2, &list, usage, err);
