@@ -161,7 +161,7 @@ tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out
     case TL_ENGINE_LLAMACPP:
         return tl_backend_llamacpp_new(&params->conn, out, err);
     case TL_ENGINE_VLLM:
-        return tl_error_set(err, TL_ERR_UNSUPPORTED, "backend: the vllm engine is not built into this typellm");
+        return tl_backend_vllm_new(&params->conn, out, err);
     case TL_ENGINE_AUTO:
         break;
     }

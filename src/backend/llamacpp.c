@@ -38,16 +38,10 @@
 #include "util/error.h"
 #include "util/strbuf.h"
 
-typedef struct lc_impl {
-    tl_remote rem;
-    tl_vocab *local_vocab; /* the model's tokenizer here, or NULL */
-    char *model_name;
-    char *chat_template;
-    char *version; /* /props build_info */
-    int id_slot;
-} lc_impl;
+typedef tl_remote_impl lc_impl;
 
 #define ENGINE "llamacpp"
+#define LC_SLOT 0 /* the one slot every request names (its cache keeps the context) */
 
 static const char *version_of(const lc_impl *im) { return im->version ? im->version : "unknown build"; }
 
@@ -71,7 +65,7 @@ static tl_status completion(lc_impl *im, const int32_t *ids, size_t n, json_t *f
     /* response_fields: the reply otherwise echoes the generation settings,
      * ban lists included (858 kB for 31k bans) */
     json_t *req = json_pack("{s:o,s:b,s:i,s:[s],s:b,s:[s,s,s]}", "prompt", tl_remote_ids_json(ids, n), "cache_prompt",
-                            1, "id_slot", im->id_slot, "samplers", "temperature", "return_tokens", 1, "response_fields",
+                            1, "id_slot", LC_SLOT, "samplers", "temperature", "return_tokens", 1, "response_fields",
                             "tokens", "completion_probabilities", "timings");
     if (!req || !fields || json_object_update(req, fields)) {
         json_decref(req);
@@ -404,16 +398,10 @@ static tl_status lc_tokenize(tl_backend *b, const char *text, size_t len, bool a
     char flags = (char)(add_special | (parse_special << 1));
     if (tl_remote_tok_get(&im->rem, flags, text, len, ids, n))
         return TL_OK;
-    json_t *req = json_pack("{s:s%,s:b,s:b}", "content", text, len, "add_special", add_special, "parse_special",
-                            parse_special);
-    if (!req)
-        return tl_error_set(err, TL_ERR_INVALID, ENGINE ": /tokenize: text is not valid UTF-8");
-    json_t *rep = NULL;
-    tl_status st = tl_remote_call(&im->rem, "/tokenize", req, &rep, NULL, err);
-    json_decref(req);
-    if (!st)
-        st = tl_remote_read_ids(&im->rem, json_object_get(rep, "tokens"), "/tokenize: /tokens", ids, n, err);
-    json_decref(rep);
+    tl_status st = tl_remote_post_ids(&im->rem, "/tokenize",
+                                      json_pack("{s:s%,s:b,s:b}", "content", text, len, "add_special", add_special,
+                                                "parse_special", parse_special),
+                                      "tokens", ids, n, err);
     if (!st)
         tl_remote_tok_put(&im->rem, flags, text, len, *ids, *n);
     return st;
@@ -423,34 +411,11 @@ static tl_status lc_detokenize(tl_backend *b, const int32_t *ids, size_t n, tl_s
     lc_impl *im = b->impl;
     if (im->local_vocab)
         return tl_vocab_detokenize(im->local_vocab, ids, n, false, true, out, err);
-    json_t *req = json_pack("{s:o}", "tokens", tl_remote_ids_json(ids, n)), *rep = NULL;
-    tl_status st = tl_remote_call(&im->rem, "/detokenize", req, &rep, NULL, err);
-    json_decref(req);
-    if (st)
-        return st;
-    const json_t *t = json_object_get(rep, "content");
-    if (json_is_string(t))
-        tl_strbuf_append(out, json_string_value(t), json_string_length(t));
-    else
-        st = tl_error_set(err, TL_ERR_REMOTE, ENGINE ": /detokenize: reply lacks the string /content");
-    json_decref(rep);
-    return st;
+    return tl_remote_post_text(&im->rem, "/detokenize", json_pack("{s:o}", "tokens", tl_remote_ids_json(ids, n)),
+                               "content", out, err);
 }
 
-static void lc_free(tl_backend *b) {
-    if (!b)
-        return;
-    lc_impl *im = b->impl;
-    if (im) {
-        tl_remote_free(&im->rem);
-        tl_vocab_free(im->local_vocab);
-        free(im->model_name);
-        free(im->chat_template);
-        free(im->version);
-        free(im);
-    }
-    free(b);
-}
+#define lc_free tl_remote_backend_free
 
 static const tl_backend_ops llamacpp_ops = {
     .kind = "llamacpp",
@@ -482,20 +447,12 @@ static bool same_tokenizer(tl_backend *b, const tl_vocab *v, int32_t n_vocab) {
 }
 
 tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {
-    *out = NULL;
-    if (!params)
-        return tl_error_set(err, TL_ERR_INVALID, ENGINE ": no parameters");
-    tl_backend *b = calloc(1, sizeof *b);
-    lc_impl *im = calloc(1, sizeof *im);
-    if (!b || !im) {
-        free(b);
-        free(im);
-        return tl_error_set(err, TL_ERR_NOMEM, ENGINE ": out of memory");
-    }
-    b->ops = &llamacpp_ops;
-    b->impl = im;
-    tl_status st = tl_remote_init(&im->rem, ENGINE, "/completion", params->base_url, params->api_key,
-                                  params->timeout_s, params->max_retries, &b->requests, err);
+    tl_backend *b = NULL;
+    tl_status st = tl_remote_backend_new(&llamacpp_ops, ENGINE, "/completion", params, &b, err);
+    if (st)
+        return st;
+    *out = NULL; /* set again once the server has answered */
+    lc_impl *im = b->impl;
     json_t *props = NULL, *models = NULL;
     long status = 0;
     if (!st) {

@@ -307,3 +307,80 @@ void tl_remote_tok_put(tl_remote *r, char flags, const char *text, size_t len, c
     pthread_mutex_unlock(&r->cache_mu);
     free(key);
 }
+
+/* ---- shared by the llama.cpp and vLLM backends ---------------------------- */
+
+void tl_remote_backend_free(tl_backend *b) {
+    if (!b)
+        return;
+    tl_remote_impl *im = b->impl;
+    if (im) {
+        tl_remote_free(&im->rem);
+        tl_vocab_free(im->local_vocab);
+        free(im->model_name);
+        free(im->chat_template);
+        free(im->version);
+        free(im);
+    }
+    free(b);
+}
+
+tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
+                                const tl_sglang_params *p, tl_backend **out, tl_error *err) {
+    *out = NULL;
+    if (!p)
+        return tl_error_set(err, TL_ERR_INVALID, "%s: no parameters", engine);
+    tl_backend *b = calloc(1, sizeof *b);
+    tl_remote_impl *im = calloc(1, sizeof *im);
+    if (!b || !im) {
+        free(b);
+        free(im);
+        return tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory", engine);
+    }
+    b->ops = ops;
+    b->impl = im;
+    tl_status st = tl_remote_init(&im->rem, engine, generate_path, p->base_url, p->api_key, p->timeout_s,
+                                  p->max_retries, &b->requests, err);
+    if (st)
+        tl_remote_backend_free(b);
+    else
+        *out = b;
+    return st;
+}
+
+static tl_status post(tl_remote *r, const char *path, json_t *req, json_t **rep, tl_error *err) {
+    if (!req)
+        return tl_error_set(err, TL_ERR_INVALID, "%s: %s: the request cannot be built (text not UTF-8?)", r->engine,
+                            path);
+    tl_status st = tl_remote_call(r, path, req, rep, NULL, err);
+    json_decref(req);
+    return st;
+}
+
+tl_status tl_remote_post_text(tl_remote *r, const char *path, json_t *req, const char *field, tl_strbuf *out,
+                              tl_error *err) {
+    json_t *rep = NULL;
+    tl_status st = post(r, path, req, &rep, err);
+    if (st)
+        return st;
+    const json_t *t = json_object_get(rep, field);
+    if (json_is_string(t))
+        tl_strbuf_append(out, json_string_value(t), json_string_length(t));
+    else
+        st = tl_error_set(err, TL_ERR_REMOTE, "%s: %s: reply lacks the string /%s", r->engine, path, field);
+    json_decref(rep);
+    return st;
+}
+
+tl_status tl_remote_post_ids(tl_remote *r, const char *path, json_t *req, const char *field, int32_t **ids, size_t *n,
+                             tl_error *err) {
+    json_t *rep = NULL;
+    tl_status st = post(r, path, req, &rep, err);
+    if (st)
+        return st;
+    char where[128];
+    snprintf(where, sizeof where, "%s: /%s", path, field);
+    st = tl_remote_read_ids(r, json_object_get(rep, field), where, ids, n, err);
+    json_decref(rep);
+    return st;
+}

@@ -60,4 +60,26 @@ void tl_remote_tok_put(tl_remote *r, char flags, const char *text, size_t len, c
 tl_status tl_remote_read_ids(const tl_remote *r, const json_t *a, const char *where, int32_t **ids, size_t *n,
                              tl_error *err);
 
+/* The state llama.cpp's and vLLM's backends share (b->impl of both). */
+typedef struct tl_remote_impl {
+    tl_remote rem;
+    tl_vocab *local_vocab; /* the model's tokenizer here, or NULL */
+    char *model_name;
+    char *chat_template;
+    char *version;
+} tl_remote_impl;
+/* A new backend of ops with a tl_remote_impl, its connection set up from p
+ * (nothing asked of the server yet); on failure nothing is left allocated. */
+tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
+                                const tl_sglang_params *p, tl_backend **out, tl_error *err);
+/* Frees a backend whose impl is a tl_remote_impl. */
+void tl_remote_backend_free(tl_backend *b);
+
+/* POSTs req (consumed) to path and reads the reply's string `field` onto
+ * *out, or its list of token ids `field` into *ids (caller frees). */
+tl_status tl_remote_post_text(tl_remote *r, const char *path, json_t *req, const char *field, tl_strbuf *out,
+                              tl_error *err);
+tl_status tl_remote_post_ids(tl_remote *r, const char *path, json_t *req, const char *field, int32_t **ids, size_t *n,
+                             tl_error *err);
+
 #endif

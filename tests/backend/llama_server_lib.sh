@@ -25,7 +25,7 @@ start_llama() {
 stop_llama() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # same_decision local.json remote.json label: the same values, probabilities
-# within 1e-3, log-probabilities within 1e-3 nats or 2e-4 relative (llama.cpp's
+# within 1e-3, log-probabilities within 5e-3 nats or 5e-4 relative (llama.cpp's
 # float kernels are not ours). NO_PROB=1: a value generated under the
 # server's grammar has no probability (null), as over SGLang's regex.
 same_decision() {
@@ -50,9 +50,9 @@ def walk(a, b, path):
     elif b is None and os.environ.get("NO_PROB") == "1" and path.rsplit("/", 1)[-1] in ("probability", "logprob"):
         pass
     elif isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        if path.endswith("/logprob"):
+        if path.endswith("/logprob") or "/logprobs/" in path:
             worst[1] = max(worst[1], abs(a - b))
-            if abs(a - b) > max(1e-3, 2e-4 * abs(a)):
+            if abs(a - b) > max(5e-3, 5e-4 * abs(a)):
                 bad.append(f"{path}: {a} vs {b}")
         elif path.rsplit("/", 1)[-1] in ("value", "text") or "/values/" in path:
             if a != b:
