@@ -53,7 +53,7 @@ TL_API tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backen
  * same guarantees (values in domain by construction, the model's own
  * probabilities, cached-token accounting, retries and timeouts). engine AUTO
  * asks the server what it is (llama.cpp's /props, then SGLang's
- * /model_info). What each engine offers is declared in tl_backend_caps.
+ * /model_info, then /v1/models owned by vllm). What each engine offers is declared in tl_backend_caps.
  *   SGLANG:   SGLang's /generate (or `typellm serve`)
  *   LLAMACPP: llama.cpp's llama-server (/completion, /tokenize, /props)
  *   VLLM:     vLLM's OpenAI-compatible server (/v1/completions, /tokenize) */

@@ -161,7 +161,7 @@ tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out
     case TL_ENGINE_LLAMACPP:
         return tl_backend_llamacpp_new(&params->conn, out, err);
     case TL_ENGINE_VLLM:
-        return tl_backend_vllm_new(&params->conn, out, err);
+        return tl_backend_vllm_new(&params->conn, false, out, err);
     case TL_ENGINE_AUTO:
         break;
     }
@@ -176,9 +176,17 @@ tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out
             *err = lerr;
         return st;
     }
-    st = tl_backend_sglang_new(&params->conn, out, err);
+    tl_error serr = {0};
+    st = tl_backend_sglang_new(&params->conn, out, &serr);
+    if (st == TL_OK || st == TL_ERR_NETWORK || st == TL_ERR_TIMEOUT) {
+        if (st && err)
+            *err = serr;
+        return st;
+    }
+    /* vLLM: no /props, no /model_info; its /v1/models says who owns the model */
+    st = tl_backend_vllm_new(&params->conn, true, out, err);
     if (st)
-        tl_error_wrap(err, "backend: %s is neither llama.cpp's server (%s) nor SGLang", params->conn.base_url,
-                      lerr.msg);
+        tl_error_set(err, st, "backend: %s is not llama.cpp's server (%s), SGLang (%s) or vLLM", params->conn.base_url,
+                     lerr.msg, serr.msg);
     return st;
 }

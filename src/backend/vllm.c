@@ -176,7 +176,7 @@ static const tl_backend_ops vllm_ops = {
     .generate_regex = vl_generate_regex,
 };
 
-tl_status tl_backend_vllm_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {
+tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, tl_backend **out, tl_error *err) {
     tl_backend *b = NULL;
     tl_status st = tl_remote_backend_new(&vllm_ops, ENGINE, "/v1/completions", params, &b, err);
     if (st)
@@ -193,6 +193,10 @@ tl_status tl_backend_vllm_new(const tl_sglang_params *params, tl_backend **out, 
     const char *name = json_string_value(json_object_get(m0, "id"));
     if (!st && !name)
         st = tl_error_set(err, TL_ERR_REMOTE, ENGINE ": %s/v1/models lacks /data/0/id (the served model name)",
+                          im->rem.base);
+    const char *owner = json_string_value(json_object_get(m0, "owned_by"));
+    if (!st && only_vllm && (!owner || strcmp(owner, "vllm")))
+        st = tl_error_set(err, TL_ERR_UNSUPPORTED, ENGINE ": %s/v1/models does not name vllm as the owner",
                           im->rem.base);
     if (!st) {
         im->model_name = strdup(name);

@@ -105,7 +105,7 @@ int tl_cmd_decide(int argc, char **argv) {
          .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"},
         {0, "engine", TL_OPT_STR, &a.engine, .metavar = "E",
          .help = "with --server: sglang, llamacpp (llama.cpp's llama-server), vllm, or auto (default:\n"
-                 "                             asks the server: llama.cpp's /props, else SGLang)"},
+                 "                             asks the server: llama.cpp's /props, SGLang's /model_info, vLLM)"},
         {0},
     };
     const tl_opt_cmd cmd = {
