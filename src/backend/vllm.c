@@ -28,6 +28,9 @@
 #include "util/strbuf.h"
 
 #define ENGINE "vllm"
+/* One prompt per candidate: a mask over most of the vocabulary (a free string
+ * step) would be tens of thousands of prompts; refused above this many. */
+#define VL_MAX_PROMPTS 2048
 
 typedef tl_remote_impl vl_impl;
 
@@ -59,8 +62,17 @@ static const json_t *choice_of(const json_t *choices, size_t i) {
 
 static tl_status vl_score(tl_backend *b, tl_score_req *reqs, size_t k, tl_usage *usage, tl_error *err) {
     vl_impl *im = b->impl;
-    json_t *prompts = json_array();
     size_t total = 0;
+    for (size_t r = 0; r < k; r++)
+        total += reqs[r].n_cands;
+    if (total > VL_MAX_PROMPTS)
+        return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                            ENGINE ": scoring %zu candidates at once (a generated string's step over most of the "
+                                   "vocabulary) is more than %d prompts: over vLLM, use enums, numbers and patterns, "
+                                   "or llama.cpp's server / the embedded engine for free strings",
+                            total, VL_MAX_PROMPTS);
+    json_t *prompts = json_array();
+    total = 0;
     for (size_t r = 0; prompts && r < k; r++)
         for (size_t c = 0; c < reqs[r].n_cands; c++) {
             json_t *p = tl_remote_ids_json(reqs[r].ids, reqs[r].n);
