@@ -48,6 +48,48 @@ typedef struct tl_sglang_params {
 } tl_sglang_params;
 TL_API tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err);
 
+/* Any of the serving engines people already run, behind one contract: the
+ * same calls (tokenize, candidate scoring, constrained generation) and the
+ * same guarantees (values in domain by construction, the model's own
+ * probabilities, cached-token accounting, retries and timeouts). engine AUTO
+ * asks the server what it is (llama.cpp's /props, then SGLang's
+ * /model_info, then /v1/models owned by vllm). What each engine offers is declared in tl_backend_caps.
+ *   SGLANG:   SGLang's /generate (or `typellm serve`)
+ *   LLAMACPP: llama.cpp's llama-server (/completion, /tokenize, /props)
+ *   VLLM:     vLLM's OpenAI-compatible server (/v1/completions, /tokenize) */
+typedef enum tl_engine_kind {
+    TL_ENGINE_AUTO = 0,
+    TL_ENGINE_SGLANG,
+    TL_ENGINE_LLAMACPP,
+    TL_ENGINE_VLLM,
+} tl_engine_kind;
+typedef struct tl_remote_params {
+    tl_sglang_params conn; /* URL, key, tokenizer GGUF, timeout, retries (as for SGLang) */
+    tl_engine_kind engine;
+} tl_remote_params;
+TL_API tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out, tl_error *err);
+/* "sglang", "llamacpp", "vllm" or "auto" -> *out; false for anything else. */
+TL_API bool tl_engine_parse(const char *name, tl_engine_kind *out);
+
+/* What a backend can do (flags), and which engine and version it is. */
+enum {
+    TL_CAP_EXACT_CANDIDATES = 1 << 0, /* exact full-vocabulary log-probabilities of chosen ids */
+    TL_CAP_PROMPT_LOGPROBS = 1 << 1,  /* log-probabilities of prompt tokens */
+    TL_CAP_REGEX = 1 << 2,            /* generation under a regex (server-side) */
+    TL_CAP_GRAMMAR = 1 << 3,          /* generation under a grammar / token mask (server-side) */
+    TL_CAP_CACHE_REPORT = 1 << 4,     /* replies say how many prompt tokens were cached */
+    TL_CAP_FULL_LOGITS = 1 << 5,      /* next-token logits over the whole vocabulary */
+    TL_CAP_LOCAL_TOKENIZER = 1 << 6,  /* the model's tokenizer is here (numbers/patterns by automaton) */
+    TL_CAP_CHAT_TEMPLATE = 1 << 7,    /* the backend knows the model's chat template */
+};
+typedef struct tl_backend_caps {
+    unsigned flags;      /* TL_CAP_* */
+    const char *engine;  /* "local", "shared", "sglang", "llamacpp", "vllm" */
+    const char *version; /* the server's own build/version string, or "" when it sends none */
+} tl_backend_caps;
+/* Fills *out (never fails for a live backend; zeros for NULL). */
+TL_API void tl_backend_capabilities(const tl_backend *b, tl_backend_caps *out);
+
 /* The shared batching backend: one session over m (which must outlive it),
  * owned by one thread of the backend's own; every other thread may call it at
  * once (tl_decide, tl_backend_score / next_logits / eval, ...). Calls waiting

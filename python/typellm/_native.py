@@ -87,6 +87,14 @@ class SglangParams(ctypes.Structure):
                 ("timeout_s", c_double), ("max_retries", c_int)]
 
 
+class RemoteParams(ctypes.Structure):
+    # tl_remote_params: the connection and the engine (0 auto, 1 sglang, 2 llamacpp, 3 vllm)
+    _fields_ = [("conn", SglangParams), ("engine", c_int)]
+
+
+ENGINES = {"auto": 0, "sglang": 1, "llamacpp": 2, "vllm": 3}
+
+
 class DecideOpts(ctypes.Structure):
     _fields_ = [("mode", c_char_p), ("style", c_char_p), ("chat_template", c_char_p), ("temperature", c_double),
                 ("seed", c_uint64), ("threshold", c_double), ("trace", c_bool), ("lenient", c_bool),
@@ -179,6 +187,7 @@ model_resolve = _fn("tl_model_resolve", c_int, c_char_p, c_char_p, POINTER(c_voi
 backend_shared_new = _fn("tl_backend_shared_new", c_int, P, POINTER(SharedParams), POINTER(P), PErr)
 backend_shared_client = _fn("tl_backend_shared_client", c_int, P, c_void_p, POINTER(P), PErr)
 backend_sglang_new = _fn("tl_backend_sglang_new", c_int, POINTER(SglangParams), POINTER(P), PErr)
+backend_remote_new = _fn("tl_backend_remote_new", c_int, POINTER(RemoteParams), POINTER(P), PErr)
 backend_free = _fn("tl_backend_free", None, P)
 backend_model_name = _fn("tl_backend_model_name", c_char_p, P)
 backend_kind = _fn("tl_backend_kind", c_char_p, P)

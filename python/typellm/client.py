@@ -311,7 +311,8 @@ class Client:
 
         Client(model="path.gguf", threads=0, ctx_size=0, cache_mb=0)
         Client(hf="org/repo:file.gguf")          # downloaded into ~/.cache/typellm (resumable, checked)
-        Client(server="http://host:port", api_key=None, tokenizer="M.gguf" | None, timeout=60)
+        Client(server="http://host:port", api_key=None, tokenizer="M.gguf" | None, timeout=60,
+               engine="auto" | "sglang" | "llamacpp" | "vllm")
         Client()                                  # $TYPELLM_MODEL
 
     Thread-safe: any number of threads may call one client at once; with a
@@ -320,7 +321,7 @@ class Client:
     context manager or call close()."""
 
     def __init__(self, model=None, *, server=None, hf=None, threads=0, ctx_size=0, cache_mb=0, api_key=None,
-                 tokenizer=None, timeout=0.0, retries=-1, chat_template=None, style=None):
+                 tokenizer=None, timeout=0.0, retries=-1, chat_template=None, style=None, engine="auto"):
         self._lock = threading.Lock()
         self._model = None
         self._backend = None
@@ -332,10 +333,13 @@ class Client:
         if server is not None:
             if model is not None or hf is not None:
                 raise InvalidArgument("invalid", "Client: give model=, hf= or server=, not several")
-            p = N.SglangParams(_b(server), _b(api_key), _b(tokenizer), float(timeout), int(retries))
-            self._sglang_params = p  # run_batch: one backend per worker
+            if engine not in N.ENGINES:
+                raise InvalidArgument("invalid", f"Client: engine={engine!r}: expected one of {sorted(N.ENGINES)}")
+            p = N.RemoteParams(N.SglangParams(_b(server), _b(api_key), _b(tokenizer), float(timeout), int(retries)),
+                               N.ENGINES[engine])
+            self._remote_params = p  # run_batch: one backend per worker
             b = N.P()
-            _check(N.backend_sglang_new(ctypes.byref(p), ctypes.byref(b), ctypes.byref(err)), err)
+            _check(N.backend_remote_new(ctypes.byref(p), ctypes.byref(b), ctypes.byref(err)), err)
             self._backend = b
             self.model_name = N.backend_model_name(b).decode()
             return
@@ -541,7 +545,7 @@ class Client:
             e = ctypes.cast(err, N.PErr)
             if self._shared:
                 return N.backend_shared_client(self._backend, None, out, e)
-            return N.backend_sglang_new(ctypes.byref(self._sglang_params), out, e)
+            return N.backend_remote_new(ctypes.byref(self._remote_params), out, e)
 
         def on_progress(ctx, p):
             if progress is not None:

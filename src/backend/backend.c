@@ -3,6 +3,7 @@
 #include "backend/backend.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/error.h"
 
@@ -114,4 +115,79 @@ tl_status tl_backend_flush(tl_backend *b, tl_error *err) {
     if (!b->ops->flush)
         return engine_only(b, "cache to flush", err);
     return b->ops->flush(b, err);
+}
+
+/* ---- the remote contract ------------------------------------------------ */
+
+bool tl_engine_parse(const char *name, tl_engine_kind *out) {
+    static const struct {
+        const char *name;
+        tl_engine_kind kind;
+    } names[] = {{"auto", TL_ENGINE_AUTO},
+                 {"sglang", TL_ENGINE_SGLANG},
+                 {"llamacpp", TL_ENGINE_LLAMACPP},
+                 {"llama.cpp", TL_ENGINE_LLAMACPP},
+                 {"vllm", TL_ENGINE_VLLM}};
+    for (size_t i = 0; name && i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i].name)) {
+            *out = names[i].kind;
+            return true;
+        }
+    return false;
+}
+
+void tl_backend_capabilities(const tl_backend *b, tl_backend_caps *out) {
+    memset(out, 0, sizeof *out);
+    if (!b)
+        return;
+    out->engine = b->ops->kind;
+    out->version = b->version ? b->version : "";
+    out->flags = b->caps;
+    if (b->ops->next_logits) /* a local engine: everything, exactly */
+        out->flags |= TL_CAP_EXACT_CANDIDATES | TL_CAP_FULL_LOGITS | TL_CAP_CACHE_REPORT |
+                      (b->ops->eval_last ? TL_CAP_PROMPT_LOGPROBS : 0u);
+    if (b->vocab)
+        out->flags |= TL_CAP_LOCAL_TOKENIZER;
+    if (b->chat_template)
+        out->flags |= TL_CAP_CHAT_TEMPLATE;
+}
+
+tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out, tl_error *err) {
+    *out = NULL;
+    if (!params)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: no remote parameters");
+    switch (params->engine) {
+    case TL_ENGINE_SGLANG:
+        return tl_backend_sglang_new(&params->conn, out, err);
+    case TL_ENGINE_LLAMACPP:
+        return tl_backend_llamacpp_new(&params->conn, out, err);
+    case TL_ENGINE_VLLM:
+        return tl_backend_vllm_new(&params->conn, false, out, err);
+    case TL_ENGINE_AUTO:
+        break;
+    }
+    /* Ask the server what it is: llama.cpp answers /props with its generation
+     * settings; anything else is tried as SGLang (whose /model_info decides). */
+    tl_error lerr = {0};
+    tl_status st = tl_backend_llamacpp_new(&params->conn, out, &lerr);
+    if (st == TL_OK)
+        return TL_OK;
+    if (st != TL_ERR_UNSUPPORTED) { /* it is llama.cpp (or unreachable): its error stands */
+        if (err)
+            *err = lerr;
+        return st;
+    }
+    tl_error serr = {0};
+    st = tl_backend_sglang_new(&params->conn, out, &serr);
+    if (st == TL_OK || st == TL_ERR_NETWORK || st == TL_ERR_TIMEOUT) {
+        if (st && err)
+            *err = serr;
+        return st;
+    }
+    /* vLLM: no /props, no /model_info; its /v1/models says who owns the model */
+    st = tl_backend_vllm_new(&params->conn, true, out, err);
+    if (st)
+        tl_error_set(err, st, "backend: %s is not llama.cpp's server (%s), SGLang (%s) or vLLM", params->conn.base_url,
+                     lerr.msg, serr.msg);
+    return st;
 }

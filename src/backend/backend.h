@@ -16,7 +16,7 @@
 
 /* A backend is a vtable plus its state; use the tl_backend_* wrappers below. */
 typedef struct tl_backend_ops {
-    const char *kind; /* "local", "sglang", "shared" */
+    const char *kind; /* "local", "sglang", "llamacpp", "vllm", "shared" */
     void (*free)(tl_backend *b);
     tl_status (*tokenize)(tl_backend *b, const char *text, size_t len, bool add_special, bool parse_special,
                           int32_t **ids, size_t *n, tl_error *err);
@@ -37,6 +37,13 @@ typedef struct tl_backend_ops {
     tl_status (*eval_last)(tl_backend *b, const int32_t *ids, size_t n, size_t k_last, float *logits,
                            tl_usage *usage, tl_error *err);
     tl_status (*flush)(tl_backend *b, tl_error *err);
+    /* Greedy step under a mask (remote backends that cannot return every
+     * allowed token's logprob cheaply; NULL elsewhere): the best of allowed
+     * after ids, its full-vocabulary logprob, and the log of the allowed
+     * tokens' total probability. The step loop uses it at temperature 0 for
+     * large allowed sets (strings), so a step costs two small replies. */
+    tl_status (*score_greedy)(tl_backend *b, const int32_t *ids, size_t n, const int32_t *allowed, size_t k,
+                              int32_t *best, double *lp_full, double *log_mass, tl_usage *usage, tl_error *err);
 } tl_backend_ops;
 
 /* HTTP requests a remote backend has made so far, by endpoint (all zero for
@@ -59,11 +66,24 @@ struct tl_backend {
     bool template_from_caller;
     tl_backend_requests requests; /* remote backends: updated under their own lock */
     int32_t n_ctx;              /* the longest sequence it accepts; 0: unknown */
+    unsigned caps;              /* TL_CAP_*, set by the constructor */
+    const char *version;        /* engine version string (owned by impl), or NULL */
     void *impl;
 };
 
 /* The tl_seq of each score request (candidate logprobs only); NULL (and
  * err set) when out of memory. The caller frees the array. */
+/* The remote engines' constructors (tl_backend_remote_new dispatches). */
+tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, tl_backend **out, tl_error *err);
+/* only_vllm: refuse (TL_ERR_UNSUPPORTED) a server whose /v1/models does not say owned_by "vllm" (detection). */
+tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, tl_backend **out, tl_error *err);
+
+/* re[0..len) (the regex subset typellm writes: literals, classes, groups,
+ * alternation, ? * + {m,n}) as a GBNF grammar with rule `root`, for
+ * llama.cpp's server (gbnf.c). TL_ERR_UNSUPPORTED names a construct GBNF
+ * cannot say, with its byte offset. */
+tl_status tl_regex_to_gbnf(const char *re, size_t len, tl_strbuf *out, tl_error *err);
+
 tl_seq *tl_score_reqs_to_seqs(const tl_score_req *reqs, size_t k, tl_error *err);
 
 #endif

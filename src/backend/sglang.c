@@ -12,262 +12,33 @@
  * SGLang serves is used: /model_info (or /get_model_info), /v1/models for
  * the served name, /tokenize, /detokenize, /generate; SGLang does not send
  * the chat template, so the caller must give one (template_from_caller).
- * 429 and 5xx answers and connection failures are retried with exponential
- * backoff (honouring Retry-After); any other surprise is a TL_ERR_REMOTE
+ * Retries and timeouts are remote.c's; any other surprise is a TL_ERR_REMOTE
  * naming the endpoint and the JSON path that was wrong. */
-#define _GNU_SOURCE /* strncasecmp */
-#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "backend/backend.h"
+#include "backend/remote.h"
 #include "util/error.h"
-#include "util/hash.h"
 #include "util/strbuf.h"
 
 typedef struct sglang_impl {
-    char *base;          /* base URL without trailing slash */
-    char *auth_header;   /* "Authorization: Bearer KEY" or NULL */
-    double timeout_s;
-    int max_retries;
+    tl_remote rem;
     bool remote_tokenizer; /* the server answers /tokenize and /detokenize */
     tl_vocab *local_vocab; /* from tokenizer_path, or NULL */
     char *model_name;
     char *chat_template;
-    CURL *curl;
-    pthread_mutex_t mu;  /* one transfer at a time on the handle */
-    tl_backend_requests *counts; /* the backend's public counters, updated under mu */
-    /* /tokenize replies by (flags, text): a decision tokenizes the same
-     * framing and label texts many times. Open addressing, cleared when full. */
-    struct tok_entry {
-        uint64_t hash;
-        char *text;     /* flags byte + text; NULL: empty slot */
-        size_t len;
-        int32_t *ids;
-        size_t n;
-    } *tok_cache;
-    size_t tok_cap, tok_used, tok_bytes;
-    pthread_mutex_t cache_mu;
 } sglang_impl;
 
-#define TOK_CACHE_SLOTS 4096          /* power of two */
-#define TOK_CACHE_MAX_BYTES (16u << 20)
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *ud) {
-    tl_strbuf *sb = ud;
-    size_t n = size * nmemb;
-    if (sb->len + n > ((size_t)512 << 20)) /* a reply this large is not a reply we asked for */
-        return 0;
-    return tl_strbuf_append(sb, data, n) ? n : 0;
-}
-
-typedef struct header_state {
-    long retry_after_s;
-} header_state;
-
-static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
-    header_state *h = ud;
-    size_t n = size * nmemb;
-    if (n > 12 && !strncasecmp(data, "Retry-After:", 12))
-        h->retry_after_s = strtol(data + 12, NULL, 10);
-    return n;
-}
-
-static void sleep_s(double s) {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-/* One HTTP exchange with retries. body NULL: GET. *status gets the final
- * HTTP status; reply the body. Network failures after all retries are
- * TL_ERR_NETWORK; 429/5xx after all retries TL_ERR_REMOTE. */
-static tl_status http_call(sglang_impl *im, const char *path, const char *body, long *status, tl_strbuf *reply,
-                           tl_error *err) {
-    char url[2048];
-    snprintf(url, sizeof url, "%s%s", im->base, path);
-    pthread_mutex_lock(&im->mu);
-    tl_status st = TL_OK;
-    int64_t *count = !strcmp(path, "/tokenize")     ? &im->counts->tokenize
-                     : !strcmp(path, "/detokenize") ? &im->counts->detokenize
-                     : !strcmp(path, "/generate")   ? &im->counts->generate
-                                                    : &im->counts->other;
-    for (int attempt = 0;; attempt++) {
-        (*count)++;
-        tl_strbuf_clear(reply);
-        header_state hs = {0};
-        CURL *c = im->curl;
-        curl_easy_reset(c);
-        struct curl_slist *hdrs = NULL;
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-        hdrs = curl_slist_append(hdrs, "Expect:");
-        if (im->auth_header)
-            hdrs = curl_slist_append(hdrs, im->auth_header);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &hs);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(im->timeout_s * 1000));
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        if (body) {
-            curl_easy_setopt(c, CURLOPT_POST, 1L);
-            curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-        }
-        CURLcode cc = curl_easy_perform(c);
-        curl_slist_free_all(hdrs);
-        *status = 0;
-        if (cc == CURLE_OK)
-            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        bool retryable = cc != CURLE_OK || *status == 429 || *status >= 500;
-        if (!retryable) {
-            st = TL_OK;
-            break;
-        }
-        if (attempt >= im->max_retries) {
-            if (cc != CURLE_OK)
-                st = tl_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? TL_ERR_TIMEOUT : TL_ERR_NETWORK,
-                                  "sglang: %s: %s (after %d attempts)", url, curl_easy_strerror(cc), attempt + 1);
-            else
-                st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld (after %d attempts): %.300s", url,
-                                  *status, attempt + 1, tl_strbuf_cstr(reply));
-            break;
-        }
-        double wait = 0.2 * (double)(1 << (attempt < 6 ? attempt : 6));
-        if (hs.retry_after_s > 0)
-            wait = hs.retry_after_s > 10 ? 10 : (double)hs.retry_after_s;
-        sleep_s(wait);
-    }
-    pthread_mutex_unlock(&im->mu);
-    return st;
-}
-
-/* POSTs j (or GETs when j is NULL) and parses a JSON reply into *out.
- * A non-2xx status is TL_ERR_REMOTE with the server's message. A 2xx reply
- * that is not JSON (cut off, or an intermediary's page) is retried like a
- * 5xx — every request this backend makes is idempotent — and reported with
- * the parse position when it persists. */
 static tl_status call_json(sglang_impl *im, const char *path, json_t *j, json_t **out, long *status_out,
                            tl_error *err) {
-    char *body = NULL;
-    if (j) {
-        body = json_dumps(j, JSON_COMPACT);
-        if (!body)
-            return tl_error_set(err, TL_ERR_NOMEM, "sglang: out of memory");
-    }
-    tl_strbuf reply = TL_STRBUF_INIT;
-    long status = 0;
-    tl_status st = TL_OK;
-    for (int attempt = 0;; attempt++) {
-        st = http_call(im, path, body, &status, &reply, err);
-        if (st == TL_OK && (status < 200 || status >= 300)) {
-            st = tl_error_set(err, TL_ERR_REMOTE, "sglang: %s answered HTTP %ld: %.300s", path, status,
-                              tl_strbuf_cstr(&reply));
-            break;
-        }
-        if (st)
-            break;
-        json_error_t je;
-        *out = json_loadb(reply.buf ? reply.buf : "", reply.len, 0, &je);
-        if (*out)
-            break;
-        if (attempt >= im->max_retries) {
-            st = tl_error_set(err, TL_ERR_REMOTE,
-                              "sglang: %s: reply is not JSON (line %d, column %d: %s; %zu bytes, after %d attempts)",
-                              path, je.line, je.column, je.text, reply.len, attempt + 1);
-            break;
-        }
-        sleep_s(0.2 * (double)(1 << (attempt < 6 ? attempt : 6)));
-    }
-    if (status_out)
-        *status_out = status;
-    free(body);
-    tl_strbuf_free(&reply);
-    return st;
+    return tl_remote_call(&im->rem, path, j, out, status_out, err);
 }
 
-static json_t *ids_json(const int32_t *ids, size_t n) {
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_integer(ids[i]));
-    return a;
-}
+static json_t *ids_json(const int32_t *ids, size_t n) { return tl_remote_ids_json(ids, n); }
 
 /* ---- ops ------------------------------------------------------------------ */
-
-/* ---- the /tokenize cache ---------------------------------------------- */
-
-static void tok_cache_clear(sglang_impl *im) {
-    for (size_t i = 0; i < im->tok_cap; i++) {
-        free(im->tok_cache[i].text);
-        free(im->tok_cache[i].ids);
-    }
-    memset(im->tok_cache, 0, im->tok_cap * sizeof *im->tok_cache);
-    im->tok_used = im->tok_bytes = 0;
-}
-
-/* key = one flags byte + the text; the slot it is in or would go to. */
-static struct tok_entry *tok_cache_slot(sglang_impl *im, const char *key, size_t len, uint64_t h) {
-    size_t mask = im->tok_cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        struct tok_entry *e = &im->tok_cache[i];
-        if (!e->text || (e->hash == h && e->len == len && !memcmp(e->text, key, len)))
-            return e;
-    }
-}
-
-/* A copy of the cached ids for key, or false. */
-static bool tok_cache_get(sglang_impl *im, const char *key, size_t len, int32_t **ids, size_t *n) {
-    if (!im->tok_cache)
-        return false;
-    pthread_mutex_lock(&im->cache_mu);
-    struct tok_entry *e = tok_cache_slot(im, key, len, tl_hash_bytes(key, len));
-    bool hit = e->text != NULL;
-    if (hit) {
-        *ids = malloc((e->n ? e->n : 1) * sizeof **ids);
-        hit = *ids != NULL;
-        if (hit) {
-            memcpy(*ids, e->ids, e->n * sizeof **ids);
-            *n = e->n;
-        }
-    }
-    pthread_mutex_unlock(&im->cache_mu);
-    return hit;
-}
-
-static void tok_cache_put(sglang_impl *im, const char *key, size_t len, const int32_t *ids, size_t n) {
-    if (!im->tok_cache || len + n * sizeof *ids > TOK_CACHE_MAX_BYTES / 16)
-        return; /* long texts (contexts) are sent once anyway */
-    pthread_mutex_lock(&im->cache_mu);
-    if (im->tok_used * 2 >= im->tok_cap || im->tok_bytes + len + n * sizeof *ids > TOK_CACHE_MAX_BYTES)
-        tok_cache_clear(im);
-    uint64_t h = tl_hash_bytes(key, len);
-    struct tok_entry *e = tok_cache_slot(im, key, len, h);
-    if (!e->text) {
-        char *t = malloc(len);
-        int32_t *c = malloc((n ? n : 1) * sizeof *c);
-        if (t && c) {
-            memcpy(t, key, len);
-            memcpy(c, ids, n * sizeof *c);
-            *e = (struct tok_entry){h, t, len, c, n};
-            im->tok_used++;
-            im->tok_bytes += len + n * sizeof *ids;
-        } else {
-            free(t);
-            free(c);
-        }
-    }
-    pthread_mutex_unlock(&im->cache_mu);
-}
 
 static tl_status sg_tokenize_remote(sglang_impl *im, const char *text, size_t len, bool add_special, int32_t **ids,
                                     size_t *n, tl_error *err);
@@ -277,18 +48,11 @@ static tl_status sg_tokenize(tl_backend *b, const char *text, size_t len, bool a
     sglang_impl *im = b->impl;
     if (im->local_vocab) /* the same model's tokenizer, here: no round trip */
         return tl_vocab_tokenize(im->local_vocab, text, len, add_special, parse_special, ids, n, err);
-    char *key = malloc(len + 1);
-    if (!key)
-        return tl_error_set(err, TL_ERR_NOMEM, "sglang: out of memory");
-    key[0] = (char)add_special;
-    memcpy(key + 1, text, len);
-    tl_status st = TL_OK;
-    if (!tok_cache_get(im, key, len + 1, ids, n)) {
-        st = sg_tokenize_remote(im, text, len, add_special, ids, n, err);
-        if (!st)
-            tok_cache_put(im, key, len + 1, *ids, *n);
-    }
-    free(key);
+    if (tl_remote_tok_get(&im->rem, (char)add_special, text, len, ids, n))
+        return TL_OK;
+    tl_status st = sg_tokenize_remote(im, text, len, add_special, ids, n, err);
+    if (!st)
+        tl_remote_tok_put(&im->rem, (char)add_special, text, len, *ids, *n);
     return st;
 }
 
@@ -451,17 +215,8 @@ static void sg_free(tl_backend *b) {
         return;
     sglang_impl *im = b->impl;
     if (im) {
-        if (im->curl)
-            curl_easy_cleanup(im->curl);
+        tl_remote_free(&im->rem);
         tl_vocab_free(im->local_vocab);
-        if (im->tok_cache) {
-            tok_cache_clear(im);
-            free(im->tok_cache);
-        }
-        pthread_mutex_destroy(&im->mu);
-        pthread_mutex_destroy(&im->cache_mu);
-        free(im->base);
-        free(im->auth_header);
         free(im->model_name);
         free(im->chat_template);
         free(im);
@@ -481,9 +236,8 @@ static const tl_backend_ops sglang_ops = {
 
 tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {
     *out = NULL;
-    if (!params || !params->base_url || strncmp(params->base_url, "http", 4))
-        return tl_error_set(err, TL_ERR_INVALID, "sglang: the server URL must start with http:// or https://");
-    pthread_once(&curl_once, curl_init_once);
+    if (!params)
+        return tl_error_set(err, TL_ERR_INVALID, "sglang: no parameters");
     tl_backend *b = calloc(1, sizeof *b);
     sglang_impl *im = calloc(1, sizeof *im);
     if (!b || !im) {
@@ -493,24 +247,8 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
     }
     b->ops = &sglang_ops;
     b->impl = im;
-    im->counts = &b->requests;
-    pthread_mutex_init(&im->mu, NULL);
-    pthread_mutex_init(&im->cache_mu, NULL);
-    im->tok_cache = calloc(TOK_CACHE_SLOTS, sizeof *im->tok_cache);
-    im->tok_cap = im->tok_cache ? TOK_CACHE_SLOTS : 0;
-    im->base = strdup(params->base_url);
-    size_t bl = strlen(im->base);
-    while (bl > 0 && im->base[bl - 1] == '/')
-        im->base[--bl] = '\0';
-    if (params->api_key) {
-        size_t n = strlen(params->api_key) + 32;
-        im->auth_header = malloc(n);
-        snprintf(im->auth_header, n, "Authorization: Bearer %s", params->api_key);
-    }
-    im->timeout_s = params->timeout_s > 0 ? params->timeout_s : 60;
-    im->max_retries = params->max_retries >= 0 ? params->max_retries : 3;
-    im->curl = curl_easy_init();
-    tl_status st = im->curl ? TL_OK : tl_error_set(err, TL_ERR_INTERNAL, "sglang: curl_easy_init failed");
+    tl_status st = tl_remote_init(&im->rem, "sglang", "/generate", params->base_url, params->api_key,
+                                  params->timeout_s, params->max_retries, &b->requests, err);
     if (!st && params->tokenizer_path) {
         st = tl_vocab_load_file(params->tokenizer_path, &im->local_vocab, err);
         if (st)
@@ -524,7 +262,7 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
         if (st && status == 404)
             st = call_json(im, "/get_model_info", NULL, &info, &status, err);
         if (st)
-            tl_error_wrap(err, "sglang: cannot use the server at %s", im->base);
+            tl_error_wrap(err, "sglang: cannot use the server at %s", im->rem.base);
     }
     if (!st) {
         /* SGLang's /model_info names the path it loaded; the served name
@@ -554,7 +292,7 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
                 st = tl_error_set(err, TL_ERR_UNSUPPORTED,
                                   "sglang: %s has no /tokenize (%s); pass --tokenizer M.gguf with the same model's "
                                   "tokenizer",
-                                  im->base, perr.msg[0] ? perr.msg : "unexpected reply");
+                                  im->rem.base, perr.msg[0] ? perr.msg : "unexpected reply");
         }
     }
     if (st) {
@@ -567,6 +305,7 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
     b->template_from_caller = im->local_vocab == NULL;
     b->model_name = im->model_name;
     b->chat_template = im->chat_template;
+    b->caps = TL_CAP_EXACT_CANDIDATES | TL_CAP_PROMPT_LOGPROBS | TL_CAP_REGEX | TL_CAP_CACHE_REPORT;
     *out = b;
     return TL_OK;
 }

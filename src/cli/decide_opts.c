@@ -4,9 +4,11 @@
 #include <string.h>
 
 tl_status decide_remote_backend(const decide_args *a, tl_backend **b, tl_error *err) {
-    tl_sglang_params p = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
-                          .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries};
-    return tl_backend_sglang_new(&p, b, err);
+    tl_remote_params p = {.conn = {.base_url = a->server, .api_key = a->api_key, .tokenizer_path = a->tokenizer,
+                                   .timeout_s = a->server_timeout, .max_retries = (int)a->server_retries}};
+    if (!tl_engine_parse(a->engine ? a->engine : "auto", &p.engine))
+        return tl_error_set(err, TL_ERR_INVALID, "--engine %s: expected sglang, llamacpp, vllm or auto", a->engine);
+    return tl_backend_remote_new(&p, b, err);
 }
 
 bool decide_read_key(const char *cmd, decide_args *a, char **buf) {

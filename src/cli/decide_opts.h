@@ -16,11 +16,12 @@ typedef struct decide_args {
     bool values_only;         /* --values-only: print just "values" */
     bool no_mmap;
     tl_decide_opts opts;
-    /* Remote SGLang backend: --server URL [--api-key K | --api-key-file F] [--tokenizer M.gguf]. */
+    /* Remote backend: --server URL [--engine E] [--api-key K | --api-key-file F] [--tokenizer M.gguf]. */
     const char *server, *api_key, *api_key_file, *tokenizer;
     double server_timeout; /* seconds per request; 0: the backend's default */
     long server_retries;   /* -1: the backend's default */
     long think;            /* --think N: reasoning tokens before each decision */
+    const char *engine;    /* --engine sglang|llamacpp|vllm|auto (default auto) */
 } decide_args;
 
 /* The table's entries over decide_args a (no terminator). */
@@ -67,7 +68,7 @@ typedef struct decide_args {
          .help = "reasoning templates: up to N reasoning tokens before each decision (default 0)"},                    \
         TL_OPT_NO_MMAP(&(a).no_mmap),                                                                                  \
         {0, "server", TL_OPT_STR, &(a).server, .metavar = "URL",                                                       \
-         .help = "decide on an SGLang server (or typellm serve) instead of a local model"},                            \
+         .help = "decide on a server (SGLang, llama.cpp, vLLM, typellm serve) instead of a local model"},                            \
         {0, "api-key", TL_OPT_STR, &(a).api_key, .metavar = "K",                                                       \
          .help = "with --server: send Authorization: Bearer K (default $TYPELLM_API_KEY)"},                            \
         {0, "api-key-file", TL_OPT_STR, &(a).api_key_file, .metavar = "F", .help = "with --server: the key from F"},   \
@@ -78,10 +79,13 @@ typedef struct decide_args {
         {0, "server-timeout", TL_OPT_DOUBLE, &(a).server_timeout, .min = 0, .max = 86400, .flags = TL_OPT_GT_MIN,      \
          .metavar = "S", .help = "with --server: seconds per request (default 60)"},                                   \
         {0, "server-retries", TL_OPT_LONG, &(a).server_retries, .min = 0, .max = 100, .metavar = "N",                  \
-         .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"}
+         .help = "with --server: retries on 429/5xx/timeouts/broken replies (default 3)"},                                                                                                            \
+        {0, "engine", TL_OPT_STR, &(a).engine, .metavar = "E",                                                         \
+         .help = "with --server: sglang, llamacpp (llama.cpp's llama-server), vllm, or auto (default:\n"              \
+                 "                             asks the server: llama.cpp's /props, SGLang's /model_info, vLLM)"}
 
 
-/* --server URL: the SGLang backend from a's --api-key, --tokenizer, --server-timeout, --server-retries. */
+/* --server URL: the remote backend (--engine) from a's --api-key, --tokenizer, --server-timeout, --server-retries. */
 tl_status decide_remote_backend(const decide_args *a, tl_backend **b, tl_error *err);
 /* --api-key-file F: reads the key into *buf (freed by the caller) and points
  * a->api_key at it; false after printing the error as cmd. */

@@ -53,6 +53,11 @@ tl_status tl_step_scores(tl_backend *b, const int32_t *seq, size_t len, const in
 
 /* ===== the step loop ==================================================== */
 
+/* Allowed sets above this many tokens go through score_greedy where a remote
+ * backend has it (reading every allowed token's logprob would cost a reply
+ * the size of the vocabulary per step). */
+#define TL_STEP_GREEDY_MIN 256
+
 void tl_step_run_free(tl_step_run *r) {
     if (!r)
         return;
@@ -95,18 +100,28 @@ tl_status tl_step_generate(tl_backend *b, const tl_step_automaton *a, const int3
                               (int)(tl > 64 ? 64 : tl), t);
             goto done;
         }
-        double lse_full = 0;
-        if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
-            goto done;
-        int32_t id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
-        double lse_allowed = tl_logsumexp_ids(logits, allowed, k);
+        double lse_full = 0, lp_full, lp_allowed;
+        int32_t id;
+        if (!b->ops->next_logits && b->ops->score_greedy && !(sp->temperature > 0) && k > TL_STEP_GREEDY_MIN) {
+            /* a remote server picks the best allowed token and reports the mask's mass */
+            double log_mass = 0;
+            if ((st = b->ops->score_greedy(b, seq, len, allowed, k, &id, &lp_full, &log_mass, &out->usage, err)))
+                goto done;
+            lp_allowed = lp_full - log_mass;
+        } else {
+            if ((st = tl_step_scores(b, seq, len, allowed, k, logits, cand_lp, &lse_full, &out->usage, err)))
+                goto done;
+            id = tl_sample_ids(logits, allowed, k, sp->temperature, &rng);
+            lp_full = logits[id] - lse_full;
+            lp_allowed = logits[id] - tl_logsumexp_ids(logits, allowed, k);
+        }
         if ((st = a->accept(a->self, id, err))) {
             tl_error_wrap(err, "%s: internal mask/accept mismatch", a->what);
             st = TL_ERR_INTERNAL;
             goto done;
         }
-        out->logprob_full[out->n_ids] = logits[id] - lse_full;
-        out->logprob_allowed[out->n_ids] = logits[id] - lse_allowed;
+        out->logprob_full[out->n_ids] = lp_full;
+        out->logprob_allowed[out->n_ids] = lp_allowed;
         out->sum_logprob_full += out->logprob_full[out->n_ids];
         out->sum_logprob_allowed += out->logprob_allowed[out->n_ids];
         out->ids[out->n_ids++] = id;

@@ -40,6 +40,7 @@ typedef struct oai_request {
     size_t n;                 /* choices per prompt */
     bool logprobs;            /* chat: logprobs; completions: logprobs >= 0 */
     int top_logprobs;
+    int prompt_logprobs;      /* vLLM's extension (completions): top-N per prompt token; -1: none */
     bool stream, include_usage;
     size_t max_stop_len;
     const json_t *schema;     /* response_format json_schema's schema, or NULL */
@@ -281,6 +282,24 @@ static bool parse_response_format(const json_t *root, oai_request *r, parse_fail
     return true;
 }
 
+/* vLLM's `prompt_logprobs` (completions, not streamed): N >= 0 asks each
+ * prompt token's logprob plus the top N, as vLLM's CompletionResponseChoice
+ * .prompt_logprobs. */
+static bool vllm_prompt_logprobs(const json_t *root, bool chat, oai_request *r, parse_failure *f) {
+    long long plp = -1;
+    r->prompt_logprobs = -1;
+    if (chat)
+        return true;
+    if (!get_intv(root, "prompt_logprobs", 0, 20, &plp, f))
+        return false;
+    if (plp >= 0 && json_is_true(json_object_get(root, "stream"))) {
+        fail_openai(f, 400, "prompt_logprobs", "unsupported_parameter", "prompt_logprobs: not with stream");
+        return false;
+    }
+    r->prompt_logprobs = (int)plp;
+    return true;
+}
+
 static bool oai_request_parse(const tl_server *s, const tl_http_request *req, bool chat, oai_request *r,
                               parse_failure *f) {
     memset(r, 0, sizeof *r);
@@ -341,6 +360,8 @@ static bool oai_request_parse(const tl_server *s, const tl_http_request *req, bo
         r->logprobs = lp_int >= 0;
         top = lp_int > 0 ? lp_int : 0;
     }
+    if (!vllm_prompt_logprobs(root, chat, r, f))
+        return false;
     r->top_logprobs = (int)top;
     const json_t *stream = json_object_get(root, "stream");
     if (stream && !json_is_null(stream) && !json_is_boolean(stream)) {
@@ -444,6 +465,12 @@ static bool oai_request_parse(const tl_server *s, const tl_http_request *req, bo
     json_decref(stops);
     r->gen = json_pack("{s:o,s:o,s:b,s:i,s:b}", as_text ? "text" : "input_ids", items, "sampling_params", sps,
                        "return_logprob", r->logprobs, "top_logprobs_num", r->top_logprobs, "return_text_in_logprobs", 1);
+    if (r->prompt_logprobs >= 0) { /* every prompt position's logprob: SGLang's input logprobs from 0 */
+        json_object_set_new(r->gen, "return_logprob", json_true());
+        json_object_set_new(r->gen, "logprob_start_len", json_integer(0));
+        if (r->prompt_logprobs > r->top_logprobs)
+            json_object_set_new(r->gen, "top_logprobs_num", json_integer(r->prompt_logprobs));
+    }
     return true;
 }
 
@@ -594,6 +621,33 @@ static bool oai_event(void *ctx, size_t item, json_t *ev) {
     return ok;
 }
 
+/* vLLM's prompt_logprobs from SGLang's input logprobs: null for the first
+ * token, then per position {id: {logprob, rank, decoded_token}} for the
+ * prompt's token and the top N (rank: null, not computed). */
+static json_t *vllm_prompt_lp(const json_t *meta) {
+    const json_t *in = json_object_get(meta, "input_token_logprobs"), *top = json_object_get(meta, "input_top_logprobs");
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(in); i++) {
+        const json_t *t = json_array_get(in, i);
+        if (json_is_null(json_array_get(t, 0))) {
+            json_array_append_new(out, json_null());
+            continue;
+        }
+        json_t *pos = json_object();
+        const json_t *tops = json_array_get(top, i);
+        for (size_t k = 0; k <= json_array_size(tops); k++) {
+            const json_t *e = k ? json_array_get(tops, k - 1) : t;
+            char key[16];
+            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_array_get(e, 1)));
+            if (!json_object_get(pos, key))
+                json_object_set_new(pos, key, json_pack("{s:O,s:n,s:O}", "logprob", json_array_get(e, 0), "rank",
+                                                        "decoded_token", json_array_get(e, 2)));
+        }
+        json_array_append_new(out, pos);
+    }
+    return out;
+}
+
 /* The whole (non-streamed) reply from gen_run's result. */
 static json_t *oai_reply(const oai_ctx *c, const json_t *result) {
     json_t *choices = json_array();
@@ -614,6 +668,9 @@ static json_t *oai_reply(const oai_ctx *c, const json_t *result) {
         else
             json_array_append_new(choices, json_pack("{s:I,s:O,s:o,s:s}", "index", (json_int_t)i, "text", text,
                                                      "logprobs", lp, "finish_reason", fin ? fin : "stop"));
+        if (!c->rq.chat && c->rq.prompt_logprobs >= 0)
+            json_object_set_new(json_array_get(choices, json_array_size(choices) - 1), "prompt_logprobs",
+                                vllm_prompt_lp(meta));
         /* A prompt repeated n times is counted once, as OpenAI does. */
         if (i % c->rq.n == 0) {
             prompt += json_integer_value(json_object_get(meta, "prompt_tokens"));

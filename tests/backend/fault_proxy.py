@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""fault_proxy.py: an HTTP proxy in front of an SGLang-compatible server
-(`typellm serve`) that injects faults into chosen requests, so the SGLang
+"""fault_proxy.py: an HTTP proxy in front of a serving engine (`typellm serve`,
+llama.cpp's llama-server) that injects faults into chosen requests, so the SGLang
 client's handling of each can be tested against the real server behind it.
 
     fault_proxy.py UPSTREAM_PORT PLAN_FILE PORT_FILE
@@ -17,6 +17,8 @@ line is `PATH FAULT COUNT`: the next COUNT requests to PATH get FAULT (COUNT
   malformed    forward, answer 200 with a body that is not JSON
   wrongshape   forward, answer 200 with valid JSON of the wrong shape ({})
   drop         forward, then close the connection without an answer
+  slow         wait 1.5 s, then forward (a slow reply, inside the client's timeout)
+An upstream that refuses the connection (restarting) is answered 502.
 Every request is logged to PORT_FILE.log as `PATH FAULT|ok`. The proxy writes
 its port to PORT_FILE when it listens.
 """
@@ -91,7 +93,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return self.answer(429, b'{"error":"too many requests"}')
         if fault == "429-ra":
             return self.answer(429, b'{"error":"too many requests"}', extra=[("Retry-After", "1")])
-        status, ctype, data = self.forward(body)
+        if fault == "slow":
+            time.sleep(1.5)
+        try:
+            status, ctype, data = self.forward(body)
+        except OSError:
+            with lock:
+                with open(port_file + ".log", "a") as log:
+                    log.write(f"{path} upstream-down\n")
+            return self.answer(502, b'{"error":"upstream unavailable"}')
         if fault == "timeout":
             time.sleep(6)
         elif fault == "truncate":

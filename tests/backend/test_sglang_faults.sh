@@ -9,6 +9,7 @@
 # 16-flag batch decision is one /generate after a bounded number of /tokenize
 # calls, and numbers with multipleOf over the proxy equal the local run.
 source "$TL_SRC/tests/server/serve_lib.sh"
+source "$TL_SRC/tests/backend/fault_lib.sh"
 m="$TL_FIXTURES/models/qwen2-d64-q8_0.gguf"
 start_server --model "$m" --threads 1 --quiet
 plan="$SCRATCH/plan"; : >"$plan"
@@ -67,27 +68,11 @@ assert u["generate"] == 1, u
 assert u["tokenize"] <= 3 * 16 + 8, u
 PY
 
-: >"$SCRATCH/proxy.port.log"
-for fault in 500 503-ra 429 429-ra timeout truncate malformed drop; do
-  echo "/generate $fault 1" >"$plan"
-  if ! clean >"$SCRATCH/f.json" 2>"$SCRATCH/err"; then
-    echo "a single '$fault' should be retried: $(cat "$SCRATCH/err")"; exit 1; fi
-  python3 - "$SCRATCH/clean.json" "$SCRATCH/f.json" "$fault" <<'PY'
-import json, sys
-c, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert c["values"] == f["values"], (sys.argv[3], c["values"], f["values"])
-PY
-  grep -q "^/generate $fault\$" "$SCRATCH/proxy.port.log" || { echo "fault $fault was not injected"; exit 1; }
-done
-# Persistent faults: a clear error naming the endpoint and the undecided fields, no values.
-for fault in 500 truncate wrongshape; do
-  echo "/generate $fault -1" >"$plan"
-  if RETRIES=1 clean >"$SCRATCH/f.json" 2>"$SCRATCH/err"; then
-    echo "a persistent '$fault' must fail, not answer: $(cat "$SCRATCH/f.json")"; exit 1; fi
-  [ ! -s "$SCRATCH/f.json" ] || { echo "$fault: values printed despite the failure"; exit 1; }
-  grep -q "/generate" "$SCRATCH/err" || { echo "$fault: error should name /generate: $(cat "$SCRATCH/err")"; exit 1; }
-  grep -q "flag00" "$SCRATCH/err" || { echo "$fault: error should name the fields: $(cat "$SCRATCH/err")"; exit 1; }
-done
+# The fault classes (fault_lib.sh), on /generate.
+log="$SCRATCH/proxy.port.log"
+dec() { "$TL_BIN" decide --server "$purl" --tokenizer "$m" --chat-template chatml --schema "$SCRATCH/flags.json" \
+          --context-text "$ctx" --mode batch --server-timeout 3 --server-retries "${RETRIES:-3}" "$@"; }   # = clean
+fault_suite /generate sglang
 : >"$plan"
 stop_server "$SERVER_PID"
 echo "test_sglang_faults: ok"
