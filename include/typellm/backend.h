@@ -72,6 +72,11 @@ typedef struct tl_shared_params {
     /* Called after every step (NULL: none), e.g. for metrics. */
     void (*on_step)(void *ctx, const tl_shared_step *step);
     void *on_step_ctx;
+    /* Uncached tokens computed per step: a call whose uncached context is
+     * longer runs it in chunks over several steps, beside the other calls'
+     * steps (results unchanged). 0: 512; < 0: no chunking (a call's whole
+     * work in one step, as before). */
+    int max_step_tokens;
 } tl_shared_params;
 TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out,
                                        tl_error *err);
