@@ -77,7 +77,9 @@ class SessionParams(ctypes.Structure):
 
 
 class SharedParams(ctypes.Structure):
-    _fields_ = [("session", SessionParams), ("max_batch_seqs", c_int)]
+    # on_step / on_step_ctx: the step observer (tl_shared_params.on_step), unused here.
+    _fields_ = [("session", SessionParams), ("max_batch_seqs", c_int), ("on_step", ctypes.c_void_p),
+                ("on_step_ctx", ctypes.c_void_p)]
 
 
 class SglangParams(ctypes.Structure):

@@ -34,6 +34,7 @@ facts=(
   "qwen35-d64-q8_0 qwen35 8 108 151669 chatml 3 {\"F32\":45,\"Q4_0\":1,\"Q8_0\":62}"
   "qwen3moe-d64-q8_0 qwen3moe 2 26 151669 chatml 3 {\"F32\":11,\"Q4_0\":1,\"Q8_0\":14}"
   "smollm3-gpt2-d64-f16 smollm3 4 38 50257 chatml 3 {\"F32\":9,\"F16\":29}"
+  "aeon-tiny-gpt2-q8_0 llama 6 56 50257 none 3 {\"F32\":13,\"Q8_0\":43}"
 )
 # Weight types of issue 14 still being added: a file the reader refuses for one
 # of them is skipped (and counted) until that type lands.
@@ -110,7 +111,7 @@ check(j["hparams"]["rope_freq_base"] is None and j["hparams"]["head_dim_k"] == 8
 check(j["parameters"] == 292800, "stories parameters %s" % j["parameters"])
 check(j["tokenizer"]["kind"] == "SPM" and j["tokenizer"]["pre"] is None, "stories tokenizer")
 rows = sum(1 for _ in open(os.path.join(tmp, "facts.txt")))
-check(rows + int(sys.argv[2]) == 22, "checked %d models" % rows)
+check(rows + int(sys.argv[2]) == 23, "checked %d models" % rows)
 # What the engine makes of the architectures.
 j = json.load(open(os.path.join(tmp, "gemma2-spm-d64-f32.json")))
 fe = j["engine"]["features"]
