@@ -36,14 +36,8 @@ echo "== $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(
 build-bench/bench_triad 1 "$mb" 10 | tee "$out/triad-1.jsonl"
 build-bench/bench_triad "$threads" "$mb" 10 | tee "$out/triad-$threads.jsonl"
 bw=$(python3 -c 'import json,sys; print(next(json.loads(l)["gb_s"] for l in open(sys.argv[1]) if "triad" in l))' "$out/triad-$threads.jsonl")
-f32=$out/bench-qwen2-0.5b-f32.gguf
+source bench/lib_model.sh
 for t in $types; do
-    m=$out/qwen2-0.5b-$t.gguf
-    if [ ! -f "$m" ]; then
-        [ -f "$f32" ] || /usr/bin/python3 ../shared/tools/mkmodel.py --vocab ../shared/fixtures/vocab/ggml-vocab-qwen3.gguf \
-            --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ff 4864 --tied \
-            --rope-base 1000000 --seed 21 --out "$f32"
-        "$tl" quantize "$f32" "$m" "$t" --threads "$threads"
-    fi
+    m=$(bench_qwen2_model "$tl" "$t" "$threads")
     "$tl" bench --model "$m" -p 0 -n "$decode" --threads "$threads" --bandwidth "$bw" --json
 done

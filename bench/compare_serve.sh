@@ -44,20 +44,8 @@ if [ -z "$tl" ]; then
     tl=$root/build-bench/typellm
 fi
 
-# the Qwen2.5-0.5B-shaped model, as bench/compare_llamacpp.sh makes it
-f32=$out/bench-qwen2-0.5b-f32.gguf
-[ -f "$f32" ] || [ ! -f /tmp/bench-qwen2-0.5b-f32.gguf ] || f32=/tmp/bench-qwen2-0.5b-f32.gguf
-model=$out/qwen2-0.5b-$weights.gguf
-if [ ! -f "$model" ]; then
-    if [ ! -f "$f32" ]; then
-        echo "== make the Qwen2.5-0.5B-shaped model" >&2
-        /usr/bin/python3 ../shared/tools/mkmodel.py --vocab ../shared/fixtures/vocab/ggml-vocab-qwen3.gguf \
-            --arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ff 4864 --tied \
-            --rope-base 1000000 --seed 21 --out "$f32"
-    fi
-    echo "== quantize $weights" >&2
-    "$tl" quantize "$f32" "$model" "$weights" --threads "$threads"
-fi
+source bench/lib_model.sh
+model=$(bench_qwen2_model "$tl" "$weights" "$threads")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pids=()
