@@ -53,6 +53,10 @@ typedef struct tl_server_params {
      * model's. Checked by tl_server_new; must outlive the server. */
     const char *chat_template;
     const char *chat_template_jinja;
+    /* Uncached tokens per scheduler step: a longer new context is computed in
+     * chunks beside the other requests' steps (tl_shared_params.max_step_tokens).
+     * 0: 512; < 0: no chunking. */
+    int step_tokens;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

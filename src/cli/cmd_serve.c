@@ -41,6 +41,7 @@ int tl_cmd_serve(int argc, char **argv) {
     long port = 8080, threads = 0, cache_mb = 0, max_body = 0, max_questions = 0, max_tokens = 0, max_queue = 0,
          timeout = 0;
     bool quiet = false, no_mmap = false;
+    long step_tokens = -1;
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
@@ -73,6 +74,9 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "chat template instead of the model's: chatml, llama3, llama2, gemma, phi3, or a file"},
         {0, "quiet", TL_OPT_FLAG, &quiet, .help = "no per-request log lines"},
         TL_OPT_NO_MMAP(&no_mmap),
+        {0, "step-tokens", TL_OPT_LONG, &step_tokens, .min = 0, .max = 1 << 20, .metavar = "N",
+         .help = "uncached tokens per scheduler step: longer new contexts run in chunks beside\n"
+                 "                             the other requests (default 512; 0: no chunking)"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -87,6 +91,7 @@ int tl_cmd_serve(int argc, char **argv) {
     p.max_questions = (int)max_questions;
     p.max_tokens = (int)max_tokens;
     p.max_queue = (int)max_queue;
+    p.step_tokens = step_tokens < 0 ? 0 : step_tokens == 0 ? -1 : (int)step_tokens;
     p.request_timeout_s = (double)timeout;
     p.log = quiet ? NULL : stderr;
     if (p.host && !strcmp(p.host, "localhost"))

@@ -81,6 +81,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->started_wall = time(NULL);
     tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = 0},
                            .max_batch_seqs = 0 /* the backend default */};
+    sp.max_step_tokens = params->step_tokens;
     tl_status st = tl_backend_shared_new(m, &sp, &s->shared, err);
     if (st != TL_OK) {
         tl_server_free(s);

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # test_concurrent_decisions.sh: batching does not change results, through the
 # real server. 64 /v1/decisions requests (a predicate and a 4-way choice over
-# contexts of 40-900 tokens that share a 200-token prefix, so some are longer
-# than a scheduler step and run in chunks) are sent all at once over HTTP;
+# contexts of 40-900 words that share a 200-word prefix, most longer than a
+# scheduler step, --step-tokens 128, so they run in chunks) are sent all at
+# once over HTTP;
 # every answer must equal, bit for bit (the JSON reals are printed in their
 # shortest exact form), the answer the same request gets alone: sent one at a
 # time after /flush_cache. The concurrent run must also have shared work
 # (more cached tokens than the requests alone), so it really was batched.
 source "$(dirname "$0")/serve_lib.sh"
-start_server --model "$TL_FIXTURES/models/qwen2-d64-q8_0.gguf" --threads 2 --max-queue 128 --quiet
+start_server --model "$TL_FIXTURES/models/qwen2-d64-q8_0.gguf" --threads 2 --max-queue 128 --step-tokens 128 --quiet
 python3 - "$PORT" <<'PY'
 import json, random, sys, threading, urllib.request
 port = int(sys.argv[1])
