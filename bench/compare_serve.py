@@ -39,7 +39,7 @@ WORDS = ("account billing charge refund invoice payment card bank transfer order
 LABELS = ["billing", "shipping", "account", "other"]
 
 
-def post(url, path, body, timeout=600):
+def post(url, path, body, timeout=7200):
     u = urllib.parse.urlparse(url)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     try:
