@@ -178,8 +178,9 @@ def cmd_run(a):
         for line in open(f"/proc/{a.pid}/status"):
             if line.startswith("VmHWM:"):
                 rss = int(line.split()[1]) / 1024
-    out = {"side": a.side, "clients": a.clients, "decisions": len(lat), "seconds": round(wall, 3),
-           "decisions_s": round(len(lat) / wall, 4), "p50_s": round(pct(0.50), 3), "p99_s": round(pct(0.99), 3),
+    ok = len(lat) - state["errors"]  # only answered decisions count
+    out = {"side": a.side, "clients": a.clients, "decisions": ok, "seconds": round(wall, 3),
+           "decisions_s": round(ok / wall, 4), "p50_s": round(pct(0.50), 3), "p99_s": round(pct(0.99), 3),
            "errors": state["errors"], "tokens_computed": state["computed"], "peak_rss_mb": round(rss, 1)}
     if state["first_error"]:
         out["first_error"] = state["first_error"]

@@ -8,8 +8,9 @@
  * once and then found in the one prefix cache they all share. Results are
  * bit-identical to each call run alone (the engine's batch independence). A
  * job whose caller was cancelled or whose deadline has passed is dropped
- * while still queued; a running job always completes (its buffers belong to
- * the waiting thread).
+ * while still queued (past its deadline only if none of its context chunks
+ * ran yet); a running job always completes (its buffers belong to the
+ * waiting thread).
  *
  * Clients (tl_backend_shared_client) are light backends over the same owner
  * that carry one caller's limits (deadline, cancellation); the shared backend
@@ -454,7 +455,10 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const tl_call_li
         pthread_cond_timedwait(&s->done_cv, &s->mu, &ts);
         if (j->done || j->running)
             continue;
-        if (w && w->deadline_s > 0 && tl_now_s() > w->deadline_s)
+        /* a job whose context chunks have started runs to the end (its
+         * computation is under way, and it is next in line); a caller gone
+         * still drops it */
+        if (w && w->deadline_s > 0 && tl_now_s() > w->deadline_s && !j->chunk_computed)
             abandon = TL_ERR_TIMEOUT;
         else if (w && w->cancelled) {
             pthread_mutex_unlock(&s->mu);
