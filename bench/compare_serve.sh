@@ -15,6 +15,8 @@
 # with the details (p50, tokens computed, peak RSS, errors) beside it. Full run:
 # D = 24 / 64 / 128 decisions at 1 / 8 / 32 clients; --quick: 3 / 8 / 32 (one round per client).
 # TL_BIN picks the typellm binary (default: build-bench/typellm, built here).
+# typellm serve gets --timeout 7200 (llama-server has no request deadline; the
+# driver waits 2 h), so a loaded machine's slow requests count as slow, not lost.
 # Exits 1 when either side had an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +63,7 @@ wait_health() { # URL PID LOG
 }
 start_typellm() {
     local port; port=$(free_port)
-    "$tl" serve --model "$model" --host 127.0.0.1 --port "$port" --threads "$threads" --max-queue 1024 $tl_args \
+    "$tl" serve --model "$model" --host 127.0.0.1 --port "$port" --threads "$threads" --max-queue 1024 --timeout 7200 $tl_args \
         >"$out/serve-typellm.log" 2>&1 &
     srv_pid=$!; pids+=("$srv_pid"); srv_url=http://127.0.0.1:$port
     wait_health "$srv_url" "$srv_pid" "$out/serve-typellm.log"
