@@ -77,9 +77,10 @@ class SessionParams(ctypes.Structure):
 
 
 class SharedParams(ctypes.Structure):
-    # on_step / on_step_ctx: the step observer (tl_shared_params.on_step), unused here.
+    # on_step / on_step_ctx: the step observer (tl_shared_params.on_step), unused here;
+    # max_step_tokens: chunked prefill's tokens per step (0: the default).
     _fields_ = [("session", SessionParams), ("max_batch_seqs", c_int), ("on_step", ctypes.c_void_p),
-                ("on_step_ctx", ctypes.c_void_p)]
+                ("on_step_ctx", ctypes.c_void_p), ("max_step_tokens", c_int)]
 
 
 class SglangParams(ctypes.Structure):
@@ -103,7 +104,7 @@ class ServerParams(ctypes.Structure):
                 ("max_tokens", c_int), ("max_new_tokens", c_int), ("max_queue", c_int),
                 ("request_timeout_s", c_double), ("header_timeout_s", c_double), ("body_timeout_s", c_double),
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
-                ("chat_template", c_char_p), ("chat_template_jinja", c_char_p)]
+                ("chat_template", c_char_p), ("chat_template_jinja", c_char_p), ("step_tokens", c_int)]
 
 
 class AeonSynthParams(ctypes.Structure):
