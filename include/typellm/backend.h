@@ -116,6 +116,11 @@ typedef struct tl_shared_params {
     /* Called after every step (NULL: none), e.g. for metrics. */
     void (*on_step)(void *ctx, const tl_shared_step *step);
     void *on_step_ctx;
+    /* Uncached tokens computed per step: a call whose uncached context is
+     * longer runs it in chunks over several steps, beside the other calls'
+     * steps (results unchanged). 0: 512; < 0: no chunking (a call's whole
+     * work in one step, as before). */
+    int max_step_tokens;
 } tl_shared_params;
 TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params *params, tl_backend **out,
                                        tl_error *err);
@@ -123,7 +128,8 @@ TL_API tl_status tl_backend_shared_new(const tl_model *m, const tl_shared_params
 /* One caller's limits on a shared backend: a call still queued when the
  * deadline passes returns TL_ERR_TIMEOUT, one whose cancelled() turns true
  * (polled every 100 ms while queued) TL_ERR_CANCELLED. A call already running
- * always completes. */
+ * always completes, and so does one past its deadline whose context is being
+ * computed in chunks (max_step_tokens). */
 /* Scheduling classes: each step takes the waiting interactive calls first
  * (in arrival order, up to the batch cap); calls of batch jobs run only in a
  * step no interactive call is waiting for, so a running batch job never

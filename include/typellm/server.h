@@ -64,6 +64,10 @@ typedef struct tl_server_params {
      * and jobs here (created if missing); batches left unfinished by an
      * earlier server resume. NULL: those routes answer 404. */
     const char *data_dir;
+    /* Uncached tokens per scheduler step: a longer new context is computed in
+     * chunks beside the other requests' steps (tl_shared_params.max_step_tokens).
+     * 0: 512; < 0: no chunking. */
+    int step_tokens;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

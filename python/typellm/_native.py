@@ -77,9 +77,10 @@ class SessionParams(ctypes.Structure):
 
 
 class SharedParams(ctypes.Structure):
-    # on_step / on_step_ctx: the step observer (tl_shared_params.on_step), unused here.
+    # on_step / on_step_ctx: the step observer (tl_shared_params.on_step), unused here;
+    # max_step_tokens: chunked prefill's tokens per step (0: the default).
     _fields_ = [("session", SessionParams), ("max_batch_seqs", c_int), ("on_step", ctypes.c_void_p),
-                ("on_step_ctx", ctypes.c_void_p)]
+                ("on_step_ctx", ctypes.c_void_p), ("max_step_tokens", c_int)]
 
 
 class SglangParams(ctypes.Structure):
@@ -114,7 +115,7 @@ class ServerParams(ctypes.Structure):
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p),
                 ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool), ("n_ctx", c_int32),
-                ("extend_ctx", c_bool), ("data_dir", c_char_p)]
+                ("extend_ctx", c_bool), ("data_dir", c_char_p), ("step_tokens", c_int)]
 
 
 class BatchProgress(ctypes.Structure):

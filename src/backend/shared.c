@@ -8,12 +8,25 @@
  * once and then found in the one prefix cache they all share. Results are
  * bit-identical to each call run alone (the engine's batch independence). A
  * job whose caller was cancelled or whose deadline has passed is dropped
- * while still queued; a running job always completes (its buffers belong to
- * the waiting thread).
+ * while still queued (past its deadline only if none of its context chunks
+ * ran yet); a running job always completes (its buffers belong to the
+ * waiting thread).
  *
  * Clients (tl_backend_shared_client) are light backends over the same owner
  * that carry one caller's limits (deadline, cancellation); the shared backend
  * itself is a client without limits.
+ *
+ * Chunked prefill: a step computes about max_step_tokens uncached tokens
+ * (default 512, one forward pass). Jobs join the step in queue order while
+ * they fit; a job whose uncached context (the prefix its sequences share) is
+ * longer than what is left of the step contributes a chunk of it instead: the
+ * context's next tokens brought into the cache with no output, the job staying
+ * at its place in the queue for the next step. So a long new context is
+ * computed over several steps while the others' short steps (generation,
+ * decisions over cached contexts) keep running beside it, and jobs finish in
+ * arrival order instead of all at the end of one huge step. Results are
+ * unchanged: a chunk is a prefix computed earlier, and a cached prefix gives
+ * the same bits (if it was evicted meanwhile it is recomputed).
  *
  * Usage accounting: the engine reports usage per batch. A job alone in its
  * batch gets that exactly; jobs sharing a batch get shares proportional to
@@ -31,7 +44,9 @@
 
 enum {
     DEFAULT_MAX_BATCH_SEQS = 256, /* sequences per batched step when params say 0 */
-    MAX_GROUP_JOBS = 256          /* jobs merged into one step */
+    MAX_GROUP_JOBS = 256,         /* jobs merged into one step */
+    DEFAULT_STEP_TOKENS = 512,    /* uncached tokens per step when params say 0 */
+    MIN_CHUNK = 64                /* a context chunk is at least this long (else the job waits) */
 };
 
 typedef enum sched_job_kind {
@@ -52,6 +67,10 @@ typedef struct sched_job {
     bool done;
     bool running;
     int priority;       /* TL_PRIORITY_* of the caller */
+    int32_t common;     /* tokens all seqs share (-1: not measured yet) */
+    tl_seq chunk;       /* this step's context chunk (chunk.n > 0: only that runs) */
+    int64_t chunk_computed; /* tokens computed by chunks so far */
+    int64_t est;        /* this step's uncached tokens as planned (-1: not planned) */
     struct sched_job *next;
 } sched_job;
 
@@ -59,6 +78,7 @@ typedef struct sched_job {
 typedef struct tl_scheduler {
     tl_session *session;    /* owned */
     int max_batch_seqs;
+    int step_tokens;         /* uncached tokens per step; 0: no chunking */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the scheduler waits for jobs */
@@ -73,48 +93,81 @@ typedef struct tl_scheduler {
     void *on_step_ctx;
 } tl_scheduler;
 
-static int64_t job_tokens(const sched_job *j) {
+/* The sequences a job presents in this step: its chunk, or all of them. */
+static const tl_seq *job_seqs(const sched_job *j, size_t *k) {
+    *k = j->chunk.n ? 1 : j->k;
+    return j->chunk.n ? &j->chunk : j->seqs;
+}
+
+static int64_t step_tokens_of(const sched_job *j) {
+    size_t k;
+    const tl_seq *q = job_seqs(j, &k);
     int64_t n = 0;
-    for (size_t i = 0; i < j->k; i++)
-        n += (int64_t)j->seqs[i].n;
+    for (size_t i = 0; i < k; i++)
+        n += (int64_t)q[i].n;
     return n;
 }
 
-/* Splits batch usage u over jobs by their presented tokens. */
-static void apportion(sched_job **jobs, size_t nj, const tl_usage *u) {
-    if (nj == 1) {
-        jobs[0]->usage = *u;
+/* Adds a step's usage to a job's: a chunk counts only its computed tokens and
+ * passes, and the final step's cached tokens exclude what the chunks computed,
+ * so the totals read as if the job had run in one step. */
+static void job_add_usage(sched_job *j, const tl_usage *u) {
+    if (j->chunk.n) {
+        j->usage.computed_tokens += u->computed_tokens;
+        j->usage.forward_passes += u->forward_passes;
+        j->chunk_computed += u->computed_tokens;
         return;
     }
-    int64_t total = 0;
-    for (size_t i = 0; i < nj; i++)
-        total += job_tokens(jobs[i]);
+    tl_usage v = *u;
+    int64_t back = j->chunk_computed < v.cached_tokens ? j->chunk_computed : v.cached_tokens;
+    v.cached_tokens -= back;
+    tl_usage_add(&j->usage, &v);
+}
+
+/* Splits batch usage u over jobs: computed tokens by what each was planned to
+ * compute (or, unplanned, by the tokens each presented), cached tokens by the
+ * rest of what each presented. */
+static void apportion(sched_job **jobs, size_t nj, const tl_usage *u) {
+    if (nj == 1) {
+        job_add_usage(jobs[0], u);
+        return;
+    }
+    bool planned = true;
+    int64_t total = 0, total_est = 0;
+    for (size_t i = 0; i < nj; i++) {
+        int64_t t = step_tokens_of(jobs[i]);
+        planned = planned && jobs[i]->est >= 0 && jobs[i]->est <= t;
+        total += t;
+        total_est += jobs[i]->est;
+    }
     int64_t cached_left = u->cached_tokens, computed_left = u->computed_tokens;
     for (size_t i = 0; i < nj; i++) {
-        int64_t t = job_tokens(jobs[i]);
-        tl_usage *ju = &jobs[i]->usage;
-        ju->prompt_tokens = t;
-        ju->forward_passes = u->forward_passes;
+        int64_t t = step_tokens_of(jobs[i]);
+        int64_t e = planned ? jobs[i]->est : t, te = planned ? total_est : total;
+        int64_t r = planned ? t - e : t, tr = planned ? total - total_est : total;
+        tl_usage ju = {.prompt_tokens = t, .forward_passes = u->forward_passes};
         if (i + 1 == nj) {
-            ju->cached_tokens = cached_left;
-            ju->computed_tokens = computed_left;
+            ju.cached_tokens = cached_left;
+            ju.computed_tokens = computed_left;
         } else {
-            double share = total ? (double)t / (double)total : 0;
-            ju->cached_tokens = (int64_t)((double)u->cached_tokens * share + 0.5);
-            ju->computed_tokens = (int64_t)((double)u->computed_tokens * share + 0.5);
-            if (ju->cached_tokens > t) ju->cached_tokens = t;
-            cached_left -= ju->cached_tokens;
-            computed_left -= ju->computed_tokens;
+            ju.computed_tokens = te ? (int64_t)((double)u->computed_tokens * (double)e / (double)te + 0.5) : 0;
+            ju.cached_tokens = tr ? (int64_t)((double)u->cached_tokens * (double)r / (double)tr + 0.5) : 0;
+            if (ju.cached_tokens > t) ju.cached_tokens = t;
+            cached_left -= ju.cached_tokens;
+            computed_left -= ju.computed_tokens;
         }
-        if (ju->cached_tokens < 0) ju->cached_tokens = 0;
-        if (ju->computed_tokens < 0) ju->computed_tokens = 0;
+        if (ju.cached_tokens < 0) ju.cached_tokens = 0;
+        if (ju.computed_tokens < 0) ju.computed_tokens = 0;
+        job_add_usage(jobs[i], &ju);
     }
 }
 
 static void run_eval_group(tl_scheduler *s, sched_job **jobs, size_t nj) {
-    size_t total = 0;
-    for (size_t i = 0; i < nj; i++)
-        total += jobs[i]->k;
+    size_t total = 0, k;
+    for (size_t i = 0; i < nj; i++) {
+        job_seqs(jobs[i], &k);
+        total += k;
+    }
     tl_seq *all = malloc((total ? total : 1) * sizeof *all);
     if (!all) {
         for (size_t i = 0; i < nj; i++)
@@ -123,8 +176,9 @@ static void run_eval_group(tl_scheduler *s, sched_job **jobs, size_t nj) {
     }
     size_t at = 0;
     for (size_t i = 0; i < nj; i++) {
-        memcpy(all + at, jobs[i]->seqs, jobs[i]->k * sizeof *all);
-        at += jobs[i]->k;
+        const tl_seq *q = job_seqs(jobs[i], &k);
+        memcpy(all + at, q, k * sizeof *all);
+        at += k;
     }
     tl_usage u = {0};
     tl_error err = {0};
@@ -141,10 +195,81 @@ static void run_eval_group(tl_scheduler *s, sched_job **jobs, size_t nj) {
         jobs[0]->err = err;
         return;
     }
-    /* One job's bad sequence (e.g. too long) must not fail the others: retry alone. */
+    /* One job's bad sequence (e.g. too long) must not fail the others: retry
+     * alone (a chunk that fails fails its job: the whole would too). */
     for (size_t i = 0; i < nj; i++) {
-        memset(&jobs[i]->usage, 0, sizeof jobs[i]->usage);
-        jobs[i]->status = tl_session_eval_batch(s->session, jobs[i]->seqs, jobs[i]->k, &jobs[i]->usage, &jobs[i]->err);
+        tl_usage ju = {0};
+        const tl_seq *q = job_seqs(jobs[i], &k);
+        jobs[i]->status = tl_session_eval_batch(s->session, (tl_seq *)q, k, &ju, &jobs[i]->err);
+        if (jobs[i]->status == TL_OK)
+            job_add_usage(jobs[i], &ju);
+    }
+}
+
+/* Tokens every sequence of j shares (all of a lone sequence). */
+static int32_t job_common(const sched_job *j) {
+    size_t n = j->seqs[0].n;
+    for (size_t i = 1; i < j->k && n; i++) {
+        size_t m = j->seqs[i].n < n ? j->seqs[i].n : n, p = 0;
+        while (p < m && j->seqs[i].ids[p] == j->seqs[0].ids[p])
+            p++;
+        n = p;
+    }
+    return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+
+/* Decides j's part in a step with *left uncached tokens still free: true to
+ * take it, false to leave it queued. chunks false: whole if it fits in *left
+ * less reserve, or if first (the oldest job in line) and its context is too
+ * short to chunk (so a call with many branches is not overtaken forever);
+ * chunks true: a chunk of its context (in j->chunk) or, when first (nothing
+ * is in the step yet), whole. */
+static bool plan_job(tl_scheduler *s, sched_job *j, int64_t *left, bool chunks, int64_t reserve, bool first) {
+    j->chunk.n = 0;
+    j->est = -1;
+    if (!s->step_tokens)
+        return true;
+    if (j->common < 0)
+        j->common = job_common(j);
+    /* the shared context's uncached part, then each sequence's own tail */
+    int32_t common = j->common;
+    size_t c = common ? tl_session_cached_prefix(s->session, j->seqs[0].ids, (size_t)common) : 0;
+    int64_t ctx = (int64_t)common - (int64_t)c, work = ctx;
+    for (size_t i = 0; i < j->k; i++) /* a fully cached sequence recomputes its last token */
+        work += j->seqs[i].n > (size_t)common ? (int64_t)(j->seqs[i].n - (size_t)common) : ctx == 0;
+    if (!chunks) {
+        if (work > *left - reserve && !(first && ctx < 2 * MIN_CHUNK))
+            return false;
+        *left -= work;
+        j->est = work;
+        return true;
+    }
+    /* a chunk of the context, leaving at least MIN_CHUNK (and the outputs) for last */
+    int64_t take = *left < ctx - MIN_CHUNK ? *left : ctx - MIN_CHUNK;
+    if (take < MIN_CHUNK) {
+        if (!first)
+            return false;
+        *left -= work;
+        j->est = work;
+        return true; /* nothing worth chunking: whole */
+    }
+    j->chunk = (tl_seq){.ids = j->seqs[0].ids, .n = c + (size_t)take};
+    *left -= take;
+    j->est = take;
+    return true;
+}
+
+/* Removes finished jobs from the queue (under s->mu). */
+static void unlink_done(tl_scheduler *s) {
+    sched_job **pp = &s->head;
+    s->tail = NULL;
+    while (*pp) {
+        if ((*pp)->done) {
+            *pp = (*pp)->next;
+        } else {
+            s->tail = *pp;
+            pp = &(*pp)->next;
+        }
     }
 }
 
@@ -156,39 +281,54 @@ static void *scheduler_main(void *arg) {
             pthread_cond_wait(&s->work_cv, &s->mu);
         if (s->stopping)
             break;
-        /* Take every waiting EVAL job of the most urgent class waiting (up
-         * to the batch cap), or one other job when it is first in line. */
+        /* Take the waiting EVAL jobs of the most urgent class waiting (up
+         * to the batch cap and the step's token budget), or one other job
+         * when it is first in line. */
         sched_job *group[MAX_GROUP_JOBS];
         size_t ng = 0, seqs = 0;
         sched_job *first = s->head;
         if (first->kind != SCHED_EVAL) {
-            s->head = first->next;
             group[ng++] = first;
         } else {
             int cls = TL_PRIORITY_BATCH;
             for (sched_job *j = s->head; j; j = j->next)
                 if (j->kind == SCHED_EVAL && j->priority < cls)
                     cls = j->priority;
-            sched_job **pp = &s->head;
-            while (*pp && ng < MAX_GROUP_JOBS) {
-                sched_job *j = *pp;
-                if (j->kind == SCHED_EVAL && j->priority <= cls &&
-                    (ng == 0 || seqs + j->k <= (size_t)s->max_batch_seqs)) {
-                    *pp = j->next;
+            /* Jobs stay queued until done (a chunked one keeps its place).
+             * First every job that fits whole, in queue order (generation
+             * steps, cached contexts), keeping room for a chunk when some job
+             * does not fit; then chunks of the others' contexts, in queue
+             * order, with what is left. The first job in line always gets in,
+             * whole or as a chunk. */
+            int64_t left = s->step_tokens, reserve = s->step_tokens / 4 > MIN_CHUNK ? s->step_tokens / 4 : MIN_CHUNK;
+            bool waiting = false, oldest = true;
+            for (int pass = 0; pass < 2; pass++) {
+                for (sched_job *j = s->head; j && ng < MAX_GROUP_JOBS; j = j->next) {
+                    if (j->kind != SCHED_EVAL || j->priority > cls || j->running ||
+                        (ng > 0 && seqs + j->k > (size_t)s->max_batch_seqs))
+                        continue;
+                    if (s->step_tokens && ng > 0 && left < (pass ? MIN_CHUNK : 1))
+                        break;
+                    bool lead = pass ? ng == 0 : oldest;
+                    oldest = false;
+                    if (!plan_job(s, j, &left, pass, waiting ? reserve : 0, lead)) {
+                        waiting = true;
+                        continue;
+                    }
+                    j->running = true; /* picked (set again for the step below) */
                     group[ng++] = j;
-                    seqs += j->k;
-                } else {
-                    pp = &j->next;
+                    seqs += j->chunk.n ? 1 : j->k;
                 }
+                if (!s->step_tokens)
+                    break;
             }
         }
-        s->tail = NULL;
-        for (sched_job *j = s->head; j; j = j->next)
-            s->tail = j;
         size_t nseqs = 0, nbatch = 0;
+        tl_usage before[MAX_GROUP_JOBS]; /* usage so far (a chunked job's accumulates) */
         for (size_t i = 0; i < ng; i++) {
+            before[i] = group[i]->usage;
             group[i]->running = true;
-            nseqs += group[i]->k;
+            nseqs += group[i]->chunk.n ? 1 : group[i]->k;
             nbatch += group[i]->priority != TL_PRIORITY_INTERACTIVE;
         }
         s->running_seqs = nseqs;
@@ -210,7 +350,11 @@ static void *scheduler_main(void *arg) {
         if (s->on_step && group[0]->kind != SCHED_FLUSH) {
             tl_shared_step st = {.jobs = ng, .seqs = nseqs, .batch_jobs = nbatch, .seconds = dt, .ok = true};
             for (size_t i = 0; i < ng; i++) {
-                tl_usage_add(&st.usage, &group[i]->usage);
+                const tl_usage *a = &group[i]->usage, *b = &before[i];
+                tl_usage d = {a->prompt_tokens - b->prompt_tokens, a->cached_tokens - b->cached_tokens,
+                              a->computed_tokens - b->computed_tokens, a->forward_passes - b->forward_passes,
+                              a->output_tokens - b->output_tokens};
+                tl_usage_add(&st.usage, &d);
                 st.ok = st.ok && group[i]->status == TL_OK;
             }
             st.cache_bytes = tl_session_cache_bytes(s->session);
@@ -223,8 +367,14 @@ static void *scheduler_main(void *arg) {
         s->seqs_run += nseqs;
         s->running_seqs = 0;
         s->busy_s += dt;
-        for (size_t i = 0; i < ng; i++)
+        for (size_t i = 0; i < ng; i++) {
+            group[i]->running = false;
+            /* a chunk done: the job waits at its place for the next step */
+            if (group[i]->kind == SCHED_EVAL && group[i]->chunk.n && group[i]->status == TL_OK)
+                continue;
             group[i]->done = true;
+        }
+        unlink_done(s);
         pthread_cond_broadcast(&s->done_cv);
     }
     /* Stopping: whatever is still queued is cancelled. */
@@ -246,6 +396,8 @@ static tl_status scheduler_new(tl_session *session, const tl_shared_params *para
         return tl_error_set(err, TL_ERR_NOMEM, "shared backend: out of memory");
     s->session = session;
     s->max_batch_seqs = max_batch_seqs > 0 ? max_batch_seqs : DEFAULT_MAX_BATCH_SEQS;
+    s->step_tokens = params->max_step_tokens > 0 ? params->max_step_tokens
+                     : params->max_step_tokens < 0 ? 0 : DEFAULT_STEP_TOKENS;
     s->on_step = params->on_step;
     s->on_step_ctx = params->on_step_ctx;
     pthread_mutex_init(&s->mu, NULL);
@@ -286,6 +438,7 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const tl_call_li
     }
     j->next = NULL;
     j->priority = w ? w->priority : TL_PRIORITY_INTERACTIVE;
+    j->common = -1;
     if (s->tail)
         s->tail->next = j;
     else
@@ -304,7 +457,10 @@ static tl_status submit_and_wait(tl_scheduler *s, sched_job *j, const tl_call_li
         pthread_cond_timedwait(&s->done_cv, &s->mu, &ts);
         if (j->done || j->running)
             continue;
-        if (w && w->deadline_s > 0 && tl_now_s() > w->deadline_s)
+        /* a job whose context chunks have started runs to the end (its
+         * computation is under way, and it is next in line); a caller gone
+         * still drops it */
+        if (w && w->deadline_s > 0 && tl_now_s() > w->deadline_s && !j->chunk_computed)
             abandon = TL_ERR_TIMEOUT;
         else if (w && w->cancelled) {
             pthread_mutex_unlock(&s->mu);
@@ -523,6 +679,8 @@ tl_status tl_backend_shared_stats(const tl_backend *b, tl_shared_stats *out, tl_
     out->running_seqs = s->running_seqs;
     out->busy_s = s->busy_s;
     for (sched_job *j = s->head; j; j = j->next) {
+        if (j->running)
+            continue;
         out->queued++;
         out->queued_batch += j->priority != TL_PRIORITY_INTERACTIVE;
     }

@@ -2,7 +2,14 @@
  * engine, llama-bench style: pp = one forward over P prompt tokens (fresh
  * cache), tg = N tokens decoded one at a time (each step computes one token
  * after a cached prefix). Token ids are a fixed pseudo-random sequence so
- * runs compare. A one-token warm-up pages the mmap'd weights in first. */
+ * runs compare. A one-token warm-up pages the mmap'd weights in first.
+ *
+ * Decode is bound by memory bandwidth: each step reads every weight once
+ * (the token embedding one row, unless it is also the output matrix; of
+ * mixture-of-experts tensors the used share) and the KV rows of every
+ * earlier position. The report gives those bytes per token and the rate
+ * they were read at; with --bandwidth (bench/bench_bandwidth.sh measures
+ * it), as a share of what the machine can stream. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +17,42 @@
 #include "cli/cli.h"
 #include "typellm/typellm.h"
 
+static bool name_is(const tl_gguf_tensor *t, const char *want) {
+    return t->name.len == strlen(want) && !memcmp(t->name.ptr, want, t->name.len);
+}
+
+static bool name_has(const tl_gguf_tensor *t, const char *part) {
+    size_t n = strlen(part);
+    for (uint64_t i = 0; i + n <= t->name.len; i++)
+        if (!memcmp(t->name.ptr + i, part, n))
+            return true;
+    return false;
+}
+
+/* Weight bytes one decode step reads. */
+static double decode_weight_bytes(const tl_model *m) {
+    const tl_gguf *g = tl_model_gguf(m);
+    tl_model_features f;
+    tl_model_get_features(m, &f);
+    bool tied = !tl_gguf_find_tensor(g, "output.weight");
+    double bytes = 0;
+    for (uint64_t i = 0; i < tl_gguf_n_tensors(g); i++) {
+        const tl_gguf_tensor *t = tl_gguf_tensor_at(g, i);
+        double b = (double)t->nbytes;
+        if (name_is(t, "token_embd.weight") && !tied && t->ne[1] > 0)
+            b /= (double)t->ne[1]; /* one row looked up */
+        else if (name_has(t, "_exps") && f.n_expert > 0 && f.n_expert_used > 0)
+            b *= (double)f.n_expert_used / (double)f.n_expert;
+        bytes += b;
+    }
+    return bytes;
+}
+
 int tl_cmd_bench(int argc, char **argv) {
     const char *model_path = NULL;
     long n_prompt = 512, n_gen = 128, threads = 0, reps = 1, n_ctx = 0;
     bool json = false, no_mmap = false;
+    double bandwidth = 0;
     const tl_opt opts[] = {
         TL_OPT_MODEL(&model_path),
         {'p', "n-prompt", TL_OPT_LONG, &n_prompt, .min = 0, .max = 1 << 24, .metavar = "P",
@@ -28,6 +67,9 @@ int tl_cmd_bench(int argc, char **argv) {
          .help = "one object {\"model\",\"type\",\"threads\",\"prefill_tokens\",\"prefill_tok_s\",\n"
                  "                             \"decode_tokens\",\"decode_tok_s\"}"},
         TL_OPT_NO_MMAP(&no_mmap),
+        {0, "bandwidth", TL_OPT_DOUBLE, &bandwidth, .min = 0, .max = 1e6, .metavar = "GB/S",
+         .help = "the machine's memory bandwidth (bench/bench_bandwidth.sh's triad): decode is\n"
+                 "                             also reported as a share of it"},
         {0},
     };
     const tl_opt_cmd cmd = {"bench", "-m M [-p 512] [-n 128] [-t N] [-r REPS] [--json]",
@@ -69,7 +111,7 @@ int tl_cmd_bench(int argc, char **argv) {
         tl_cli_error("bench", err.msg);
         goto done;
     }
-    double pp_s = 0, tg_s = 0;
+    double pp_s = 0, tg_s = 0, kv_token_bytes = 0;
     for (long r = 0; r < reps; r++) {
         if (n_prompt > 0) {
             tl_session_flush(s);
@@ -89,10 +131,16 @@ int tl_cmd_bench(int argc, char **argv) {
                     goto done;
                 }
             tg_s += tl_now_s() - t0;
+            kv_token_bytes = (double)tl_session_cache_bytes(s) / (double)n_gen;
         }
     }
     double pp = pp_s > 0 ? (double)n_prompt * reps / pp_s : 0, tg = tg_s > 0 ? (double)n_gen * reps / tg_s : 0;
     int n_threads = tl_session_n_threads(s);
+    /* step i reads the KV rows of its i earlier positions: n(n+1)/2 rows in all */
+    double w_bytes = decode_weight_bytes(m);
+    double kv_bytes = n_gen > 0 ? kv_token_bytes * (double)(n_gen + 1) / 2 : 0;
+    double step_bytes = w_bytes + kv_bytes, gb_s = step_bytes * tg / 1e9;
+    double share = bandwidth > 0 ? gb_s / bandwidth : 0;
     if (json) {
         printf("{\"model\":\"");
         for (const char *p = tl_model_name(m); *p; p++)
@@ -101,8 +149,12 @@ int tl_cmd_bench(int argc, char **argv) {
             else if ((unsigned char)*p >= 0x20)
                 putchar(*p);
         printf("\",\"type\":\"%s\",\"threads\":%d,\"prefill_tokens\":%ld,\"prefill_tok_s\":%.2f,"
-               "\"decode_tokens\":%ld,\"decode_tok_s\":%.2f}\n",
-               tl_model_type_name(m), n_threads, n_prompt, pp, n_gen, tg);
+               "\"decode_tokens\":%ld,\"decode_tok_s\":%.2f,\"decode_bytes_per_token\":%.0f,"
+               "\"decode_kv_bytes_per_token\":%.0f,\"decode_gb_s\":%.3f",
+               tl_model_type_name(m), n_threads, n_prompt, pp, n_gen, tg, step_bytes, kv_bytes, gb_s);
+        if (bandwidth > 0)
+            printf(",\"bandwidth_gb_s\":%.3f,\"decode_bandwidth_share\":%.4f", bandwidth, share);
+        printf("}\n");
     } else {
         printf("| model | type | threads | isa | test | t/s |\n| --- | --- | ---: | --- | ---: | ---: |\n");
         if (n_prompt > 0)
@@ -111,6 +163,13 @@ int tl_cmd_bench(int argc, char **argv) {
         if (n_gen > 0)
             printf("| %s | %s | %d | %s | tg%ld | %.2f |\n", tl_model_name(m), tl_model_type_name(m), n_threads,
                    tl_kernels_isa(), n_gen, tg);
+        if (n_gen > 0) {
+            printf("\ndecode reads %.1f MB a token (weights %.1f, KV %.2f on average) = %.2f GB/s", step_bytes / 1e6,
+                   w_bytes / 1e6, kv_bytes / 1e6, gb_s);
+            if (bandwidth > 0)
+                printf(", %.0f%% of %.2f GB/s", share * 100, bandwidth);
+            printf("\n");
+        }
     }
     rc = fflush(stdout) ? 1 : 0;
 done:

@@ -42,6 +42,7 @@ int tl_cmd_serve(int argc, char **argv) {
          timeout = 0, n_ctx = 0;
     bool quiet = false, no_mmap = false, extend = false;
     const char *log_format = "text";
+    long step_tokens = -1;
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
@@ -83,6 +84,9 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
         {0, "data-dir", TL_OPT_STR, &p.data_dir, .metavar = "DIR",
          .help = "the Files and Batch API's files and jobs (default $TYPELLM_CACHE/server or ~/.cache/typellm/server)"},
+        {0, "step-tokens", TL_OPT_LONG, &step_tokens, .min = 0, .max = 1 << 20, .metavar = "N",
+         .help = "uncached tokens per scheduler step: longer new contexts run in chunks beside\n"
+                 "                             the other requests (default 512; 0: no chunking)"},
         {0},
     };
     const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
@@ -97,6 +101,7 @@ int tl_cmd_serve(int argc, char **argv) {
     p.max_questions = (int)max_questions;
     p.max_tokens = (int)max_tokens;
     p.max_queue = (int)max_queue;
+    p.step_tokens = step_tokens < 0 ? 0 : step_tokens == 0 ? -1 : (int)step_tokens;
     p.request_timeout_s = (double)timeout;
     p.log = quiet ? NULL : stderr;
     if (strcmp(log_format, "text") && strcmp(log_format, "json"))

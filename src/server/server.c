@@ -85,6 +85,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
                                        .extend_ctx = params->extend_ctx},
                            .max_batch_seqs = 0 /* the backend default */,
                            .on_step = metrics_on_step, .on_step_ctx = s->metrics};
+    sp.max_step_tokens = params->step_tokens;
     tl_status st = s->metrics ? tl_backend_shared_new(m, &sp, &s->shared, err)
                               : tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
     if (st == TL_OK && params->data_dir)

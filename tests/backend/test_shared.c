@@ -4,6 +4,8 @@
  * merged into shared batches (fewer batched steps than calls), a call whose
  * client has gone or whose deadline has passed is dropped while queued,
  * clients of other kinds are refused, and freeing it with no work is clean.
+ * Chunked prefill: a long context runs over several steps with a short call
+ * finishing between its chunks, and its logits are still those run alone.
  * (tests/decide/test_shared_decide.c: eight threads deciding.) */
 #include <math.h>
 #include <pthread.h>
@@ -101,6 +103,46 @@ static void *busy_main(void *arg) {
     __atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
     free(ids);
     return NULL;
+}
+
+/* One long evaluation (chunked by the scheduler) with its logits and usage. */
+typedef struct long_call {
+    tl_backend *b;
+    const int32_t *ids;
+    size_t n;
+    float *logits;
+    tl_usage usage;
+    tl_status status;
+    int done;
+} long_call;
+static void *long_main(void *arg) {
+    long_call *c = arg;
+    tl_seq q = {.ids = c->ids, .n = c->n, .logits = c->logits};
+    tl_error err = {0};
+    c->status = tl_backend_eval(c->b, &q, 1, &c->usage, &err);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* on_step of the chunking backend: logs the step; after its first one, holds
+ * the scheduler until another call is queued (up to 10 s), so that call is
+ * planned beside the second chunk whatever the machine's load. */
+typedef struct gate {
+    tl_backend *b;
+    int steps;
+} gate;
+static void gate_step(void *ctx, const tl_shared_step *st) {
+    gate *g = ctx;
+    record_step(NULL, st);
+    if (++g->steps != 1)
+        return;
+    tl_shared_stats stt;
+    tl_error err = {0};
+    for (int i = 0; i < 10000; i++) {
+        if (tl_backend_shared_stats(g->b, &stt, &err) == TL_OK && stt.queued >= 1)
+            return;
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
 }
 
 static bool always_gone(void *ctx) {
@@ -237,6 +279,66 @@ int main(void) {
             fprintf(stderr, "priority check skipped: the long batch ended before both calls queued\n");
         tl_backend_free(lo_client);
         tl_backend_free(hi_client);
+    }
+
+    /* Chunked prefill: 96 tokens a step, a 480-token sequence: at least five
+     * steps; a short call made while it runs finishes before it (in a step
+     * between its chunks); both give the bits they give alone, and the long
+     * call's usage reads as one evaluation from an empty cache. */
+    {
+        enum { LONG = 480 };
+        tl_backend *ch = NULL;
+        gate g = {0};
+        tl_shared_params chp = {.session = sp, .on_step = gate_step, .on_step_ctx = &g, .max_step_tokens = 96};
+        CHECK(tl_backend_shared_new(m, &chp, &ch, &err) == TL_OK);
+        g.b = ch;
+        int32_t *lids = malloc(LONG * sizeof *lids);
+        for (int i = 0; i < LONG; i++)
+            lids[i] = (int32_t)(1 + (i * 53 + 7) % (nv - 1));
+        float *ref_long = malloc((size_t)nv * sizeof(float)), *ref_short = malloc((size_t)nv * sizeof(float));
+        float *got_short = malloc((size_t)nv * sizeof(float));
+        long_call lc = {.b = ch, .ids = lids, .n = LONG, .logits = malloc((size_t)nv * sizeof(float))};
+        int32_t sids[5] = {1, 403, 407, 261, 378};
+        tl_session_flush(alone);
+        CHECK(tl_session_eval(alone, lids, LONG, ref_long, NULL, &err) == TL_OK);
+        tl_session_flush(alone);
+        CHECK(tl_session_eval(alone, sids, 5, ref_short, NULL, &err) == TL_OK);
+        size_t log0 = n_step_log;
+        pthread_t lt;
+        pthread_create(&lt, NULL, long_main, &lc);
+        tl_shared_stats stt;
+        for (int i = 0; i < 400; i++) { /* until its first chunk runs */
+            CHECK(tl_backend_shared_stats(ch, &stt, &err) == TL_OK);
+            if (stt.steps > 0 || stt.running_seqs > 0)
+                break;
+            nanosleep(&(struct timespec){0, 1 * 1000 * 1000}, NULL);
+        }
+        CHECK(tl_backend_next_logits(ch, sids, 5, got_short, NULL, &err) == TL_OK);
+        bool long_still_running = !__atomic_load_n(&lc.done, __ATOMIC_SEQ_CST);
+        pthread_join(lt, NULL);
+        CHECK(lc.status == TL_OK);
+        CHECKF(!memcmp(lc.logits, ref_long, (size_t)nv * sizeof(float)), "the chunked long call's logits differ");
+        CHECKF(!memcmp(got_short, ref_short, (size_t)nv * sizeof(float)), "the short call's logits differ");
+        CHECKF(long_still_running, "the short call waited for the whole long context");
+        CHECKF(lc.usage.prompt_tokens == LONG && lc.usage.computed_tokens == LONG && lc.usage.cached_tokens == 0,
+               "long usage: prompt %lld computed %lld cached %lld", (long long)lc.usage.prompt_tokens,
+               (long long)lc.usage.computed_tokens, (long long)lc.usage.cached_tokens);
+        size_t steps = n_step_log - log0;
+        int64_t computed = 0;
+        for (size_t i = log0; i < n_step_log; i++)
+            computed += step_log[i].usage.computed_tokens;
+        CHECKF(steps >= 5, "%zu steps for a 480-token context at 96 a step", steps);
+        CHECKF(steps >= 3 && step_log[log0 + 1].jobs == 2, "the second step had %zu jobs (the short call and a chunk)",
+               steps >= 2 ? step_log[log0 + 1].jobs : 0);
+        CHECKF(computed == LONG + 5, "the steps computed %lld tokens", (long long)computed);
+        fprintf(stderr, "chunked: %zu steps, the short call %s\n", steps,
+                long_still_running ? "ran between chunks" : "waited");
+        free(lc.logits);
+        free(lids);
+        free(ref_long);
+        free(ref_short);
+        free(got_short);
+        tl_backend_free(ch);
     }
 
     /* A client needs a shared backend; remote-only calls are refused on it. */

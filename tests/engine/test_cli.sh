@@ -72,10 +72,14 @@ assert d['tokens'] == [1, 403, 407] and sorted(d['logits']) == ['1', '2']" || ba
 "$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 32 -n 8 --threads 2 --json >"$TMP/b.json" || bad "bench"
 $PY -c "
 import json; d = json.load(open('$TMP/b.json'))
-assert set(d) == {'model','type','threads','prefill_tokens','prefill_tok_s','decode_tokens','decode_tok_s'}, d
+assert set(d) == {'model','type','threads','prefill_tokens','prefill_tok_s','decode_tokens','decode_tok_s',
+                  'decode_bytes_per_token','decode_kv_bytes_per_token','decode_gb_s'}, d
+assert d['decode_bytes_per_token'] > 1000000 and 0 < d['decode_kv_bytes_per_token'] < d['decode_bytes_per_token'], d
 assert d['type'] == 'F32' and d['threads'] == 2 and d['prefill_tokens'] == 32 and d['decode_tok_s'] > 0" ||
   bad "bench --json: $(cat "$TMP/b.json")"
 "$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 16 -n 4 | grep -q "| tg4 |" || bad "bench table"
+"$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 0 -n 4 --bandwidth 10 --json | grep -q '"bandwidth_gb_s":10.000,"decode_bandwidth_share":' ||
+  bad "bench --bandwidth"
 
 # ---- bad input -----------------------------------------------------------------
 expect_error() { # expected-substring command...
