@@ -190,15 +190,29 @@ static tl_status ask_exact(lc_impl *im, const int32_t *ids, size_t n, const lc_m
 
 /* Post-sampling probabilities under the mask at temperature 1: the softmax
  * over the allowed tokens alone (the top n_top of them). */
+/* The probabilities do not depend on the token sampled at temperature 1, but
+ * when that token ends generation (an end-of-generation token in the mask)
+ * the server reports no position at all: ask again with the next fixed seed
+ * (deterministic, so the same request gives the same answer). */
+enum { MASKED_TRIES = 8 };
 static tl_status ask_masked(lc_impl *im, const int32_t *ids, size_t n, const lc_mask *m, int n_top, json_t **rep,
                             const json_t **probs, tl_usage *usage, tl_error *err) {
-    json_t *f = json_pack("{s:i,s:i,s:f,s:b}", "n_predict", 1, "n_probs", n_top, "temperature", 1.0,
-                          "post_sampling_probs", 1);
-    if (f)
-        json_object_update(f, m->fields);
-    tl_status st = completion(im, ids, n, f, rep, usage, err);
-    const json_t *pos = NULL;
-    return st ? st : first_position(im, *rep, "prob", "top_probs", &pos, probs, err);
+    for (int seed = 1;; seed++) {
+        json_t *f = json_pack("{s:i,s:i,s:f,s:b,s:i}", "n_predict", 1, "n_probs", n_top, "temperature", 1.0,
+                              "post_sampling_probs", 1, "seed", seed);
+        if (f)
+            json_object_update(f, m->fields);
+        tl_status st = completion(im, ids, n, f, rep, usage, err);
+        if (st)
+            return st;
+        if (json_array_size(json_object_get(*rep, "completion_probabilities")) == 0 && seed < MASKED_TRIES) {
+            json_decref(*rep);
+            *rep = NULL;
+            continue;
+        }
+        const json_t *pos = NULL;
+        return first_position(im, *rep, "prob", "top_probs", &pos, probs, err);
+    }
 }
 
 static double prob_of(const json_t *probs, int32_t id) {
