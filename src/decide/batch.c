@@ -124,16 +124,16 @@ static tl_status sidecar_write(const char *path, const char *input, const finger
                           "input_fnv1a64", hex[0], "schema_fnv1a64", hex[1], "options_fnv1a64", hex[2]);
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
     json_decref(j);
-    if (!text)
+    size_t len = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, len + 2) : NULL;
+    if (!line) {
+        free(text);
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
-    tl_atomic_file af;
-    tl_status st = tl_atomic_open(path, &af, err);
-    if (!st) {
-        fputs(text, af.f);
-        fputc('\n', af.f);
-        st = tl_atomic_commit(&af, err);
     }
-    free(text);
+    line[len] = '\n';
+    line[len + 1] = '\0';
+    tl_status st = tl_write_file_atomic(path, line, len + 1, err);
+    free(line);
     return st;
 }
 

@@ -45,12 +45,7 @@ tl_status store_write_json(const char *path, const json_t *j, tl_error *err) {
     char *text = tl_json_dumps(j, JSON_INDENT(1));
     if (!text)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
-    tl_atomic_file af;
-    tl_status st = tl_atomic_open(path, &af, err);
-    if (!st) {
-        fputs(text, af.f);
-        st = tl_atomic_commit(&af, err);
-    }
+    tl_status st = tl_write_file_atomic(path, text, strlen(text), err);
     free(text);
     return st;
 }

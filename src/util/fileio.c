@@ -116,6 +116,18 @@ tl_status tl_atomic_open(const char *path, tl_atomic_file *af, tl_error *err) {
     return TL_OK;
 }
 
+tl_status tl_write_file_atomic(const char *path, const char *text, size_t len, tl_error *err) {
+    tl_atomic_file af;
+    tl_status st = tl_atomic_open(path, &af, err);
+    if (st)
+        return st;
+    if (len && fwrite(text, 1, len, af.f) != len) {
+        tl_atomic_abort(&af);
+        return tl_error_set(err, TL_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    }
+    return tl_atomic_commit(&af, err);
+}
+
 tl_status tl_atomic_commit(tl_atomic_file *af, tl_error *err) {
     tl_status st = TL_OK;
     if (fflush(af->f) != 0 || fsync(fileno(af->f)) != 0)

@@ -26,6 +26,8 @@ tl_status tl_atomic_commit(tl_atomic_file *af, tl_error *err);
 /* Closes and removes the temporary file (the final name is untouched). Safe on
  * a zeroed or already committed tl_atomic_file. */
 void tl_atomic_abort(tl_atomic_file *af);
+/* Writes text (len bytes) to path atomically, as tl_atomic_open + commit. */
+tl_status tl_write_file_atomic(const char *path, const char *text, size_t len, tl_error *err);
 /* True when paths a and b name the same existing file (after following links). */
 bool tl_same_file(const char *a, const char *b);
 
