@@ -7,6 +7,12 @@
 source "$TL_SRC/tests/server/serve_lib.sh"
 source "$TL_SRC/tests/backend/llama_server_lib.sh"   # free_port
 source "$TL_SRC/tests/backend/fault_lib.sh"
+# Instrumented, typellm serve's every-position prompt logprobs take longer than
+# the 3 s client timeout the fault classes are timed around (the proxy's
+# "timeout" fault holds a reply 6 s), so the sanitizer pass leaves this test to
+# the release pass; the remote layer's fault handling it exercises runs
+# instrumented in test_sglang_faults and test_llamacpp_faults.
+if [ -n "${TL_SANITIZER_RUN:-}" ]; then echo "test_vllm_faults: release pass only (timing)"; exit 0; fi
 m="$TL_FIXTURES/models/llama-spm-d64-f32.gguf"
 start_server --model "$m" --threads 1 --quiet
 start_proxy "$PORT"
