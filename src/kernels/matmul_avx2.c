@@ -164,7 +164,7 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             tl_ggml_type type = wide ? TL_TYPE_F32 : W->type;
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});
+                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0, 0});
             }
             o += R;
         }
@@ -893,14 +893,14 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
                 /* 8 rows' scales at a time, block by block. While these rows are multiplied
-                 * (no memory traffic of their own), the rows AHEAD panels on are
+                 * (no memory traffic of their own), the rows a few panels on are
                  * prefetched, spread over the block loop, so that the next panel's scales
                  * are in cache when it starts. Without the prefetch, the 8-row gathers ran
                  * 10-25% slower than reading row by row (the hardware prefetcher follows
                  * one row front to back); with it, they run 20-30% faster (typellm bench,
                  * two threads, Q4_K_M / Q8_0 decode) */
                 panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
-                prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0};
+                prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0, 0};
                 for (int64_t t = tc; t < tc_end; t++)
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
                 continue;
