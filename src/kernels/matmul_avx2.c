@@ -793,6 +793,21 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
     else panel_scales_raw(W->type, raw, nb, P->ws, P->wm);
 }
 
+/* The 32-element types without mins: decode reads each block's scale in
+ * the block loop (q32_block_scales: the floats q32_panel_scales would have
+ * stored), so the panel is not passed over once more for its scales. That
+ * separate pass was the first touch of every line of the panel, and its
+ * chain of 8 inserted halves waited on each of them. */
+#define FUSED_SCALES(t) ((t) == TL_TYPE_Q8_0 || (t) == TL_TYPE_Q4_0 || (t) == TL_TYPE_Q5_0)
+
+TARGET INLINE __m256 q32_block_scales(tl_ggml_type t, const uint8_t *const *raw, int64_t b) {
+    size_t bb = t == TL_TYPE_Q8_0 ? sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? sizeof(blk_q4_0) : sizeof(blk_q5_0);
+    return _mm256_cvtph_ps(_mm_setr_epi16(half_at(raw[0] + (size_t)b * bb), half_at(raw[1] + (size_t)b * bb),
+                                          half_at(raw[2] + (size_t)b * bb), half_at(raw[3] + (size_t)b * bb),
+                                          half_at(raw[4] + (size_t)b * bb), half_at(raw[5] + (size_t)b * bb),
+                                          half_at(raw[6] + (size_t)b * bb), half_at(raw[7] + (size_t)b * bb)));
+}
+
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
  * registers; pws / pwm in the panel layout. Block b also prefetches slice b
  * of pf (rows a later call reads). */
@@ -826,6 +841,10 @@ TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int
         __m256i q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
         __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
         __m256 d = _mm256_broadcast_ss(xd + b);
+        if (FUSED_SCALES(type)) { /* the 8 rows' block scales, read beside their codes */
+            acc = float_step(acc, _mm256_add_epi32(h0, h1), q32_block_scales(type, raw, b), d);
+            continue;
+        }
         if (type != TL_TYPE_Q6_K) { /* one scale per block: one float step */
             acc = float_step(acc, _mm256_add_epi32(h0, h1), _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
             continue;
@@ -899,7 +918,7 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
                  * 10-25% slower than reading row by row (the hardware prefetcher follows
                  * one row front to back); with it, they run 20-30% faster (typellm bench,
                  * two threads, Q4_K_M / Q8_0 decode) */
-                panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
+                if (!FUSED_SCALES(W->type)) panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
                 prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0, 0};
                 for (int64_t t = tc; t < tc_end; t++)
                     direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
