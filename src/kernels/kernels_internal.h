@@ -171,30 +171,58 @@ void tl_unpack_mxfp4_scalar(const void *src, int64_t n, uint8_t *code, float *ws
 void tl_unpack_mxfp4_avx2(const void *src, int64_t n, uint8_t *code, float *ws);
 void tl_unpack_mxfp4_avx512(const void *src, int64_t n, uint8_t *code, float *ws);
 
-/* ---- decode prefetch -------------------------------------------------------
+/* ---- prefetch of the rows a later step reads -------------------------------
  * Decode multiplies a group of rows from cache after one pass that pulls them
- * in from memory; while it multiplies, nothing else would be requested, so
- * the group AHEAD groups on is prefetched in even slices, one per step of the
- * multiply loop. Only rows inside [o, o1) (the caller's slice) are fetched.
- * A prefetch never faults and changes no result. */
-enum { AHEAD = 2 };
+ * in from memory; while it multiplies, nothing else would be requested, so a
+ * group further on is prefetched in even slices, one per step of the multiply
+ * loop. Only rows inside [o, o1) (the caller's slice) are fetched. A prefetch
+ * never faults and changes no result.
+ *
+ * Decode (prefetch_ahead) fetches the group AHEAD_BYTES of rows on (at least
+ * AHEAD_MIN groups) into L2 (prefetcht1), not L1: a group's rows arrive as 8
+ * interleaved streams that the hardware prefetcher follows poorly, and L1
+ * prefetches 2 groups ahead (the earlier plan) kept too few lines in flight,
+ * so the first pass over each group waited on memory. One thread's Q8_0
+ * decode of the Qwen2.5-0.5B-shaped model: 7-8 GB/s before, 15-19 GB/s after
+ * (bench/README.md, "Issue 31: decode prefetch"). Prefill's float panels
+ * (prefetch_near), each reused by many token tiles, keep the next-but-one
+ * panel in L1. */
+enum { AHEAD_MIN = 2, AHEAD_BYTES = 64 * 1024 };
 
 typedef struct {
     const char *p; /* NULL: nothing to prefetch */
     size_t step;   /* bytes per loop step, whole cache lines */
+    int to_l1;     /* prefetcht0 instead of prefetcht1 */
 } prefetch_plan;
 
-/* The group of `rows` rows starting AHEAD groups after row o, over n_steps steps. */
-static inline prefetch_plan prefetch_ahead(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
-    if (n_steps <= 0 || o + (AHEAD + 1) * rows > o1) return (prefetch_plan){NULL, 0};
-    return (prefetch_plan){(const char *)W->data + (size_t)(o + AHEAD * rows) * W->row_bytes,
-                           ((size_t)rows * W->row_bytes / (size_t)n_steps + 63) / 64 * 64};
+static inline prefetch_plan prefetch_plan_at(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps,
+                                             int64_t ahead, int to_l1) {
+    if (n_steps <= 0 || o + (ahead + 1) * rows > o1) return (prefetch_plan){NULL, 0, 0};
+    return (prefetch_plan){(const char *)W->data + (size_t)(o + ahead * rows) * W->row_bytes,
+                           ((size_t)rows * W->row_bytes / (size_t)n_steps + 63) / 64 * 64, to_l1};
 }
 
-/* Step i's slice, into L1. */
+/* Decode: the group of `rows` rows AHEAD_BYTES (at least AHEAD_MIN groups)
+ * after row o, into L2 over n_steps steps. */
+static inline prefetch_plan prefetch_ahead(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
+    int64_t group_bytes = (int64_t)rows * (int64_t)W->row_bytes;
+    int64_t ahead = group_bytes > 0 ? AHEAD_BYTES / group_bytes : AHEAD_MIN;
+    return prefetch_plan_at(W, o, rows, o1, n_steps, ahead < AHEAD_MIN ? AHEAD_MIN : ahead, 0);
+}
+
+/* Prefill: the group AHEAD_MIN groups after row o, into L1 over n_steps steps. */
+static inline prefetch_plan prefetch_near(const tl_matrix *W, int64_t o, int rows, int64_t o1, int64_t n_steps) {
+    return prefetch_plan_at(W, o, rows, o1, n_steps, AHEAD_MIN, 1);
+}
+
+/* Step i's slice. */
 static inline __attribute__((always_inline)) void prefetch_slice(prefetch_plan pf, int64_t i) {
-    if (pf.p)
-        for (size_t k = 0; k < pf.step; k += 64) __builtin_prefetch(pf.p + pf.step * (size_t)i + k, 0, 3);
+    if (!pf.p) return;
+    const char *p = pf.p + pf.step * (size_t)i;
+    if (pf.to_l1)
+        for (size_t k = 0; k < pf.step; k += 64) __builtin_prefetch(p + k, 0, 3);
+    else
+        for (size_t k = 0; k < pf.step; k += 64) __builtin_prefetch(p + k, 0, 2);
 }
 
 /* Quantizes X rows [t0, t1) into act (portable; the AVX2 one gives the same bytes). */

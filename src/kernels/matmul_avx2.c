@@ -36,7 +36,7 @@ TARGET static inline __m256i dpbusd256(__m256i acc, __m256i u, __m256i s) {
     return _mm256_loadu_si256((const __m256i *)a);
 }
 #else
-#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define TARGET_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define dpbusd256 _mm256_dpbusd_epi32
 #endif
 
@@ -164,7 +164,7 @@ TARGET void tl_rows_float_avx2(const tl_matrix *W, int64_t o0, int64_t o1, const
             tl_ggml_type type = wide ? TL_TYPE_F32 : W->type;
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
-                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0});
+                float_tiles[R == ROWS][T - 1](type, w, X + t * n_in, n_in, Y + t * n_out + o, n_out, (prefetch_plan){NULL, 0, 0});
             }
             o += R;
         }
@@ -793,6 +793,41 @@ TARGET static void panel_pack(const tl_matrix *W, int64_t o, int R, int offset, 
     else panel_scales_raw(W->type, raw, nb, P->ws, P->wm);
 }
 
+/* The 32-element types without mins: decode reads each block's scale in
+ * the block loop (q32_block_scales: the floats q32_panel_scales would have
+ * stored), so the panel is not passed over once more for its scales. That
+ * separate pass was the first touch of every line of the panel, and its
+ * chain of 8 inserted halves waited on each of them. */
+#define FUSED_SCALES(t) ((t) == TL_TYPE_Q8_0 || (t) == TL_TYPE_Q4_0 || (t) == TL_TYPE_Q5_0)
+
+TARGET INLINE __m256 q32_block_scales(tl_ggml_type t, const uint8_t *const *raw, int64_t b) {
+    size_t bb = t == TL_TYPE_Q8_0 ? sizeof(blk_q8_0) : t == TL_TYPE_Q4_0 ? sizeof(blk_q4_0) : sizeof(blk_q5_0);
+    return _mm256_cvtph_ps(_mm_setr_epi16(half_at(raw[0] + (size_t)b * bb), half_at(raw[1] + (size_t)b * bb),
+                                          half_at(raw[2] + (size_t)b * bb), half_at(raw[3] + (size_t)b * bb),
+                                          half_at(raw[4] + (size_t)b * bb), half_at(raw[5] + (size_t)b * bb),
+                                          half_at(raw[6] + (size_t)b * bb), half_at(raw[7] + (size_t)b * bb)));
+}
+
+/* One block of decode: the 8 rows' dword sums l[] (lane k of row r: 4
+ * products of block b) summed per row and taken through the float step into
+ * acc (Q6_K: one step per 16-element half, each with its own scale). */
+TARGET INLINE __m256 direct_block_step(tl_ggml_type type, const uint8_t *const *raw, const __m256i *l,
+                                       const float *pws, int64_t b, __m256 d, __m256 acc) {
+    /* lane sums of rows 2i, 2i+1 pairwise, then of 4 rows: [rows 0-3, half 0 | rows 0-3, half 1] */
+    __m256i a[4];
+    UNROLL for (int i = 0; i < 4; i++)
+        a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(l[2 * i], l[2 * i + 1]), _mm256_unpackhi_epi32(l[2 * i], l[2 * i + 1]));
+    __m256i q0 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
+    __m256i q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
+    __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
+    if (FUSED_SCALES(type)) /* the 8 rows' block scales, read beside their codes */
+        return float_step(acc, _mm256_add_epi32(h0, h1), q32_block_scales(type, raw, b), d);
+    if (type != TL_TYPE_Q6_K) /* one scale per block: one float step */
+        return float_step(acc, _mm256_add_epi32(h0, h1), _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
+    acc = float_step(acc, h0, _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
+    return float_step(acc, h1, _mm256_loadu_ps(pws + PANEL * (2 * b + 1)), d);
+}
+
 /* Decode: rows raw[0..8) (repeats past R) times token t, codes made in
  * registers; pws / pwm in the panel layout. Block b also prefetches slice b
  * of pf (rows a later call reads). */
@@ -818,48 +853,81 @@ TARGET INLINE void direct_rows(tl_ggml_type type, const uint8_t *const *raw, int
             UNROLL8 for (int r = 0; r < PANEL; r++)
                 l[r] = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(codes_block(type, raw[r], b), x), ones), xo);
         }
-        /* lane sums of rows 2i, 2i+1 pairwise, then of 4 rows: [rows 0-3, half 0 | rows 0-3, half 1] */
-        __m256i a[4];
-        UNROLL for (int i = 0; i < 4; i++)
-            a[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(l[2 * i], l[2 * i + 1]), _mm256_unpackhi_epi32(l[2 * i], l[2 * i + 1]));
-        __m256i q0 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[0], a[1]), _mm256_unpackhi_epi64(a[0], a[1]));
-        __m256i q1 = _mm256_add_epi32(_mm256_unpacklo_epi64(a[2], a[3]), _mm256_unpackhi_epi64(a[2], a[3]));
-        __m256i h0 = _mm256_permute2x128_si256(q0, q1, 0x20), h1 = _mm256_permute2x128_si256(q0, q1, 0x31);
-        __m256 d = _mm256_broadcast_ss(xd + b);
-        if (type != TL_TYPE_Q6_K) { /* one scale per block: one float step */
-            acc = float_step(acc, _mm256_add_epi32(h0, h1), _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
-            continue;
-        }
-        acc = float_step(acc, h0, _mm256_loadu_ps(pws + PANEL * (2 * b)), d);
-        acc = float_step(acc, h1, _mm256_loadu_ps(pws + PANEL * (2 * b + 1)), d);
+        acc = direct_block_step(type, raw, l, pws, b, _mm256_broadcast_ss(xd + b), acc);
     }
     store_rows(acc, pwm, has_min, A->dsum + t * nb, nb, y, R);
 }
 
-/* One instantiation per type, so codes_block's switch folds away. */
+/* The 32 codes of block b of a Q5_0 / Q5_1 row on AVX-512 CPUs: the fifth
+ * bits added under a mask made from qh in one step, where codes_block
+ * spreads them over bytes with a shuffle, an and and a compare. The same bytes. */
+TARGET_VNNI INLINE __m256i codes_block_q5_vnni(tl_ggml_type t, const uint8_t *s, int64_t b) {
+#ifdef TL_EMULATE_AVX512
+    return codes_block(t, s, b);
+#else
+    int has_m = t == TL_TYPE_Q5_1;
+    const uint8_t *blk = s + (size_t)b * (has_m ? sizeof(blk_q5_1) : sizeof(blk_q5_0));
+    __m128i a = _mm_loadu_si128((const __m128i *)(blk + 2 + 2 * has_m + 4));
+    __m256i c = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(a, 4), a), _mm256_set1_epi8(0x0F));
+    uint32_t qh;
+    memcpy(&qh, blk + 2 + 2 * has_m, 4);
+    return _mm256_mask_add_epi8(c, _cvtu32_mask32(qh), c, _mm256_set1_epi8(16));
+#endif
+}
+
+/* direct_rows on AVX-512 VNNI CPUs: every type's unsigned codes (Q8_0:
+ * w + 128, codes_block's) times x in one vpdpbusd per row and block, each
+ * lane started from -offset x its 4 activations. vpdpbusd adds the 4
+ * products to the lane without saturating, so the lanes hold exactly the
+ * integers direct_rows finds, and the float steps are the same: the same bits. */
+TARGET_VNNI INLINE void direct_rows_vnni(tl_ggml_type type, const uint8_t *const *raw, int R, int offset,
+                                         const float *pws, const float *pwm, int has_min, const tl_act *A,
+                                         int64_t t, float *y, prefetch_plan pf) {
+    const int64_t nb = A->nb;
+    const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)offset);
+    const int8_t *xq = A->q + t * A->n_in;
+    const float *xd = A->d + t * nb;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        prefetch_slice(pf, b);
+        __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * b)), l[PANEL];
+        __m256i nxo = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(_mm256_maddubs_epi16(offv, x), ones));
+        UNROLL8 for (int r = 0; r < PANEL; r++) {
+            __m256i c = type == TL_TYPE_Q5_0 || type == TL_TYPE_Q5_1 ? codes_block_q5_vnni(type, raw[r], b)
+                                                                    : codes_block(type, raw[r], b);
+            l[r] = dpbusd256(nxo, c, x);
+        }
+        acc = direct_block_step(type, raw, l, pws, b, _mm256_broadcast_ss(xd + b), acc);
+    }
+    store_rows(acc, pwm, has_min, A->dsum + t * nb, nb, y, R);
+}
+
+/* One instantiation per type, so codes_block's switch folds away: direct_TY
+ * on AVX2, direct_vnni_TY on AVX-512 VNNI CPUs (offset: Q8_0's 128). */
 #define DIRECT(TY)                                                                                          \
     TARGET static void direct_##TY(const uint8_t *const *raw, int R, int offset, const float *pws,           \
                                    const float *pwm, int has_min, const tl_act *A, int64_t t, float *y,     \
                                    prefetch_plan pf) {                                                      \
         direct_rows(TL_TYPE_##TY, raw, R, offset, pws, pwm, has_min, A, t, y, pf);                          \
+    }                                                                                                       \
+    TARGET_VNNI static void direct_vnni_##TY(const uint8_t *const *raw, int R, int offset, const float *pws, \
+                                             const float *pwm, int has_min, const tl_act *A, int64_t t,     \
+                                             float *y, prefetch_plan pf) {                                  \
+        direct_rows_vnni(TL_TYPE_##TY, raw, R, offset, pws, pwm, has_min, A, t, y, pf);                     \
     }
 DIRECT(Q8_0) DIRECT(Q4_0) DIRECT(Q5_0) DIRECT(Q4_1) DIRECT(Q5_1) DIRECT(Q4_K) DIRECT(Q5_K) DIRECT(Q6_K)
 typedef void (*direct_fn)(const uint8_t *const *, int, int, const float *, const float *, int, const tl_act *,
                           int64_t, float *, prefetch_plan);
 
-static direct_fn direct_kernel(tl_ggml_type t) {
+#define DIRECT_CASE(TY) case TL_TYPE_##TY: return vnni ? direct_vnni_##TY : direct_##TY;
+static direct_fn direct_kernel(tl_ggml_type t, int vnni) {
     switch (t) {
-    case TL_TYPE_Q8_0: return direct_Q8_0;
-    case TL_TYPE_Q4_0: return direct_Q4_0;
-    case TL_TYPE_Q5_0: return direct_Q5_0;
-    case TL_TYPE_Q4_1: return direct_Q4_1;
-    case TL_TYPE_Q5_1: return direct_Q5_1;
-    case TL_TYPE_Q4_K: return direct_Q4_K;
-    case TL_TYPE_Q5_K: return direct_Q5_K;
-    case TL_TYPE_Q6_K: return direct_Q6_K;
+    DIRECT_CASE(Q8_0) DIRECT_CASE(Q4_0) DIRECT_CASE(Q5_0) DIRECT_CASE(Q4_1) DIRECT_CASE(Q5_1)
+    DIRECT_CASE(Q4_K) DIRECT_CASE(Q5_K) DIRECT_CASE(Q6_K)
     default: return NULL; /* MXFP4: always through the panel */
     }
 }
+#undef DIRECT_CASE
 
 /* vnni: prefill tiles through vnni_tile (CPUs with AVX-512 VNNI), but for Q6_K. */
 TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const tl_act *A, float *Y, int vnni) {
@@ -882,7 +950,7 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
     memset(P.ws, 0, sizeof(float) * PANEL * 3 * (size_t)nb); /* lanes past R of a short panel stay finite */
     tl_unpack_info info = tl_unpack_info_of(W->type);
     int kind = tile_kind(W->type, info);
-    direct_fn direct = direct_kernel(W->type);
+    direct_fn direct = direct_kernel(W->type, vnni);
     /* VNNI packs every kind as unsigned codes (Q8_0: w + 128; Q6_K its 0..63) */
     int pack_kind = vnni ? TILE_U16 : kind, pack_offset = vnni && W->type == TL_TYPE_Q8_0 ? 128 : info.offset;
     for (int64_t tc = 0; tc < n_tok; tc += TOK_CHUNK) {
@@ -893,16 +961,16 @@ TARGET static void rows_quant(const tl_matrix *W, int64_t o0, int64_t o1, const 
                 const uint8_t *raw[PANEL];
                 for (int r = 0; r < PANEL; r++) raw[r] = (const uint8_t *)W->data + (size_t)(o + (r < R ? r : 0)) * W->row_bytes;
                 /* 8 rows' scales at a time, block by block. While these rows are multiplied
-                 * (no memory traffic of their own), the rows AHEAD panels on are
+                 * (no memory traffic of their own), the rows a few panels on are
                  * prefetched, spread over the block loop, so that the next panel's scales
                  * are in cache when it starts. Without the prefetch, the 8-row gathers ran
                  * 10-25% slower than reading row by row (the hardware prefetcher follows
                  * one row front to back); with it, they run 20-30% faster (typellm bench,
                  * two threads, Q4_K_M / Q8_0 decode) */
-                panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
-                prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0};
+                if (!FUSED_SCALES(W->type)) panel_scales_raw(W->type, raw, nb, P.ws, P.wm);
+                prefetch_plan pf = prefetch_ahead(W, o, PANEL, o1, nb), none = {NULL, 0, 0};
                 for (int64_t t = tc; t < tc_end; t++)
-                    direct(raw, R, info.offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
+                    direct(raw, R, pack_offset, P.ws, P.wm, info.has_min, A, t, Y + t * n_out + o, t == tc ? pf : none);
                 continue;
             }
             panel_pack(W, o, R, pack_offset, info.has_min, pack_kind, code, code_stride, ws, ws_stride, wm, wm_stride, &P);

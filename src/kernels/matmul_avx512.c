@@ -89,7 +89,8 @@ static int64_t tok_chunk(int64_t n_in) {
  * their floats do not, and the conversion is cheap here (Zen 5: 896 x 4864 at
  * 68.9 GMAC/s converting in the tile, 54.8 widened). The same floats reach the
  * same FMAs either way, so the bits do not depend on this. While a panel is
- * multiplied, the panel AHEAD panels on is prefetched, a slice per tile. */
+ * multiplied by a chunk of tokens, the next-but-one panel is prefetched into
+ * L1, a slice per tile; for one token (decode) a panel further on, into L2. */
 TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, const float *X, int64_t n_tok,
                                  float *Y) {
     const int64_t n_in = W->n_in, n_out = W->n_out, chunk = tok_chunk(n_in);
@@ -99,7 +100,8 @@ TARGET void tl_rows_float_avx512(const tl_matrix *W, int64_t o0, int64_t o1, con
             int R = o1 - o >= ROWS ? ROWS : 1;
             const uint8_t *w[ROWS];
             UNROLL for (int r = 0; r < R; r++) w[r] = (const uint8_t *)W->data + (size_t)(o + r) * W->row_bytes;
-            prefetch_plan pf = prefetch_ahead(W, o, ROWS, o1, (tc_end - tc + TOK_TILE - 1) / TOK_TILE);
+            int64_t steps = (tc_end - tc + TOK_TILE - 1) / TOK_TILE;
+            prefetch_plan pf = n_tok == 1 ? prefetch_ahead(W, o, ROWS, o1, steps) : prefetch_near(W, o, ROWS, o1, steps);
             for (int64_t t = tc; t < tc_end; t += TOK_TILE) {
                 int T = tc_end - t >= TOK_TILE ? TOK_TILE : (int)(tc_end - t);
                 prefetch_slice(pf, (t - tc) / TOK_TILE);
