@@ -63,19 +63,17 @@ static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, 
     S->layer.n_head_kv = n_head_kv;
     S->layer.head_dim_k = dk;
     S->layer.head_dim_v = dv;
-    S->layer.kv_off = 0;
     S->m.layers = &S->layer;
-    S->m.kv_floats = (int64_t)n_head_kv * (dk + dv);
     S->m.max_kv_k = (int64_t)n_head_kv * dk;
     S->m.max_kv_v = (int64_t)n_head_kv * dv;
-    kv_cache_init(&S->c, &S->m, 0);
+    tl_error err = {0};
+    CHECKF(kv_cache_init(&S->c, &S->m, 0, TL_CACHE_F32, TL_CACHE_F32, &err) == TL_OK, "%s", err.msg);
     int32_t ids_a[N_A], ids_b[N_B];
     for (int i = 0; i < N_B; i++) {
         if (i < N_A)
             ids_a[i] = i < PREFIX ? 10 + i : 1000 + i;
         ids_b[i] = i < PREFIX ? 10 + i : 2000 + i;
     }
-    tl_error err = {0};
     CHECKF(kv_seq_acquire(&S->c, ids_a, N_A, &S->sa, &err) == TL_OK, "%s", err.msg);
     fill_rows(S, &S->sa, 0, N_A);
     kv_seq_commit(&S->c, &S->sa);
