@@ -81,6 +81,7 @@ TL_API void tl_model_get_features(const tl_model *m, tl_model_features *f);
  * results stay bit-identical whether a prefix came from the cache or not, for
  * a given pair of types. */
 typedef enum tl_cache_type { TL_CACHE_F32 = 0, TL_CACHE_F16 = 1, TL_CACHE_Q8_0 = 2 } tl_cache_type;
+#define TL_CACHE_TYPE_NAMES "f32, f16, q8_0" /* for messages: every name tl_cache_type_parse takes */
 /* "f32", "f16", "q8_0" (NULL for a value outside the enum). */
 TL_API const char *tl_cache_type_name(tl_cache_type t);
 /* The type named name (as tl_cache_type_name writes it, any case); TL_ERR_INVALID

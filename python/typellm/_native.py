@@ -73,7 +73,8 @@ class Usage(ctypes.Structure):
 
 
 class SessionParams(ctypes.Structure):
-    _fields_ = [("n_threads", c_int), ("cache_mb", c_size_t), ("n_ctx", c_int32), ("extend_ctx", c_bool)]
+    _fields_ = [("n_threads", c_int), ("cache_mb", c_size_t), ("n_ctx", c_int32), ("extend_ctx", c_bool),
+                ("cache_type_k", c_int), ("cache_type_v", c_int)]  # tl_cache_type: 0 f32, 1 f16, 2 q8_0
 
 
 class SharedParams(ctypes.Structure):
@@ -115,7 +116,8 @@ class ServerParams(ctypes.Structure):
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p),
                 ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool), ("n_ctx", c_int32),
-                ("extend_ctx", c_bool), ("data_dir", c_char_p), ("step_tokens", c_int)]
+                ("extend_ctx", c_bool), ("data_dir", c_char_p), ("step_tokens", c_int),
+                ("cache_type_k", c_int), ("cache_type_v", c_int)]
 
 
 class BatchProgress(ctypes.Structure):

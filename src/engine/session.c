@@ -65,7 +65,7 @@ tl_status tl_cache_type_parse(const char *name, tl_cache_type *out, tl_error *er
             *out = (tl_cache_type)i;
             return TL_OK;
         }
-    return tl_error_set(err, TL_ERR_INVALID, "unknown KV cache type '%s' (allowed: f32, f16, q8_0)",
+    return tl_error_set(err, TL_ERR_INVALID, "unknown KV cache type '%s' (allowed: " TL_CACHE_TYPE_NAMES ")",
                         name ? name : "");
 }
 
