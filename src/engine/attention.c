@@ -106,7 +106,7 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
     int32_t group = m->n_head / w->n_head_kv;
     float scale = p->scale, cap = p->softcap;
     float *scores = J->scores + (size_t)thread * J->score_stride;
-    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + dk * TL_KV_BLOCK;
+    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + kv_k_scratch(dk);
     for (int64_t item = b; item < e; item++) {
         int64_t t = item / w->n_head_kv;
         int32_t g = (int32_t)(item % w->n_head_kv), h0 = g * group;
@@ -417,7 +417,7 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
     int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv, rows_max = TILE * group;
     float *scores = J->scores + (size_t)thread * J->score_stride;
     float *mx_a = scores + (size_t)rows_max * CHUNK, *sum_a = mx_a + rows_max;
-    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + dk * TL_KV_BLOCK;
+    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + kv_k_scratch(dk);
     const float *qa[TILE * 64];
     float *sa[TILE * 64], *oa[TILE * 64];
     int32_t lo_a[TILE * 64], hi_a[TILE * 64];
@@ -581,7 +581,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     /* a K block of one kv head, and the V rows of PV_SUB positions (the
      * portable path: of one block), decoded from the cache's types */
     if (kv_decodes(c))
-        J.dec_floats = (size_t)w->head_dim_k * TL_KV_BLOCK + (size_t)PV_SUB * (size_t)w->head_dim_v;
+        J.dec_floats = kv_k_scratch(w->head_dim_k) + (size_t)PV_SUB * (size_t)w->head_dim_v;
     /* items per pool chunk: enough work (~8K floats) that waking a thread pays */
     int64_t span = p->window > 0 && p->window < max_pos + 1 ? p->window + TL_KV_BLOCK : (int64_t)max_pos + 1;
     int64_t work = span * (w->head_dim_k + w->head_dim_v) * group;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
+#include "engine/vec_avx2.h"
 #include "util/error.h"
 
 size_t kv_row_bytes(tl_cache_type t, int64_t n) {
@@ -28,6 +29,9 @@ tl_status kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes, tl_
     c->m = m;
     c->type_k = type_k;
     c->type_v = type_v;
+#if defined(__x86_64__) && defined(__GNUC__)
+    c->simd_decode = tl_engine_simd() && __builtin_cpu_supports("f16c");
+#endif
     size_t off = 0;
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];

@@ -66,6 +66,7 @@ typedef struct kv_cache {
     size_t n_nodes, cap_nodes;
     const tl_model *m;   /* layer shapes (each layer has its own K / V row widths) */
     tl_cache_type type_k, type_v;
+    bool simd_decode;    /* decode F16 / Q8_0 rows with AVX2 + F16C (the same values: speed only) */
     kv_layout *layout;   /* (m->n_layer) */
     size_t block_bytes;  /* one node's kv: TL_KV_BLOCK K and V rows of every layer */
     size_t node_bytes;   /* what one node costs, counted against the budget */
@@ -119,8 +120,8 @@ void kv_store_row(const kv_cache *c, kv_node *nd, int32_t layer, int32_t row, co
 
 /* The keys of kv head g in the block, decoded and transposed as kv_k_block
  * lays them out (element d of row r at [d * TL_KV_BLOCK + r]): a pointer into
- * the node for F32 keys, else decoded into scratch (head_dim_k * TL_KV_BLOCK
- * floats). */
+ * the node for F32 keys, else decoded into scratch (kv_k_scratch floats). */
+static inline size_t kv_k_scratch(int64_t head_dim_k) { return (size_t)(TL_KV_BLOCK + 1) * (size_t)head_dim_k; }
 const float *kv_k_view(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t g, float *scratch);
 /* The values of kv head g in the block: row r at [r * *stride], decoded into
  * scratch (TL_KV_BLOCK * head_dim_v floats) unless they are F32. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
+#include "engine/vec_avx2.h"
 
 enum { QBLOCK = 32, QBLOCK_BYTES = 34 }; /* Q8_0: 32 elements, a half scale and 32 int8 codes */
 
@@ -36,24 +37,62 @@ static void row_encode(tl_cache_type t, const float *x, int64_t n, uint8_t *row)
     }
 }
 
-/* out[i * stride] = element from + i of a row encoded as t (F16 or Q8_0),
- * for i in [0, n): up to a block at a time through a small buffer. */
-static void row_decode(tl_cache_type t, const uint8_t *row, int64_t from, int64_t n, float *out, int64_t stride) {
-    float buf[QBLOCK];
+/* The decoders: int8 to float and half to float are exact and a decoded
+ * Q8_0 element is one product, so the AVX2 forms give the portable forms'
+ * values; they only run faster. */
+#ifdef TL_ENGINE_AVX2
+#define TL_F16C __attribute__((target("avx2,f16c")))
+
+TL_F16C static void f16_decode_avx2(const uint8_t *h, float *out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(h + 2 * i))));
+    if (i < n)
+        tl_dequant_row(TL_TYPE_F16, h + 2 * i, out + i, n - i);
+}
+
+TL_F16C static void q8_decode_avx2(const uint8_t *row, int64_t from, int64_t n, float *out) {
+    for (int64_t i = from; i < from + n;) {
+        const uint8_t *blk = row + i / QBLOCK * QBLOCK_BYTES;
+        int64_t lo = i % QBLOCK, take = QBLOCK - lo < from + n - i ? QBLOCK - lo : from + n - i, j = 0;
+        uint16_t h;
+        memcpy(&h, blk, 2);
+        float d = _cvtsh_ss(h);
+        const int8_t *codes = (const int8_t *)(blk + 2) + lo;
+        float *o = out + (i - from);
+        __m256 dv = _mm256_set1_ps(d);
+        for (; j + 8 <= take; j += 8) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(codes + j)));
+            _mm256_storeu_ps(o + j, _mm256_mul_ps(_mm256_cvtepi32_ps(q), dv));
+        }
+        for (; j < take; j++)
+            o[j] = (float)codes[j] * d;
+        i += take;
+    }
+}
+#endif
+
+/* out[0..n) = elements [from, from + n) of a row encoded as t (F16 or Q8_0). */
+static void row_decode(bool simd, tl_cache_type t, const uint8_t *row, int64_t from, int64_t n, float *out) {
+#ifdef TL_ENGINE_AVX2
+    if (simd) {
+        if (t == TL_CACHE_F16)
+            f16_decode_avx2(row + 2 * from, out, n);
+        else
+            q8_decode_avx2(row, from, n, out);
+        return;
+    }
+#endif
+    (void)simd;
+    if (t == TL_CACHE_F16) {
+        tl_dequant_row(TL_TYPE_F16, row + 2 * from, out, n);
+        return;
+    }
+    float blk[QBLOCK];
     for (int64_t i = from; i < from + n;) {
         int64_t lo = i % QBLOCK, take = QBLOCK - lo < from + n - i ? QBLOCK - lo : from + n - i;
-        const float *src = buf;
-        if (t == TL_CACHE_F16) {
-            tl_dequant_row(TL_TYPE_F16, row + 2 * i, buf, take);
-        } else {
-            tl_dequant_row(TL_TYPE_Q8_0, row + i / QBLOCK * QBLOCK_BYTES, buf, QBLOCK);
-            src = buf + lo;
-        }
-        if (stride == 1)
-            memcpy(out + (i - from), src, sizeof(float) * (size_t)take);
-        else
-            for (int64_t j = 0; j < take; j++)
-                out[(i - from + j) * stride] = src[j];
+        tl_dequant_row(TL_TYPE_Q8_0, row + i / QBLOCK * QBLOCK_BYTES, blk, QBLOCK);
+        memcpy(out + (i - from), blk + lo, sizeof(float) * (size_t)take);
         i += take;
     }
 }
@@ -80,8 +119,12 @@ const float *kv_k_view(const kv_cache *c, const kv_node *nd, int32_t layer, int3
     if (c->type_k == TL_CACHE_F32)
         return kv_k_block(c, nd, layer) + (size_t)g * (size_t)dk * TL_KV_BLOCK;
     const kv_layout *L = &c->layout[layer];
-    for (int32_t r = 0; r < TL_KV_BLOCK; r++)
-        row_decode(c->type_k, nd->kv + L->k_off + (size_t)r * L->k_row, g * dk, dk, scratch + r, TL_KV_BLOCK);
+    float *row = scratch + TL_KV_BLOCK * dk; /* one decoded row, then transposed into place */
+    for (int32_t r = 0; r < TL_KV_BLOCK; r++) {
+        row_decode(c->simd_decode, c->type_k, nd->kv + L->k_off + (size_t)r * L->k_row, g * dk, dk, row);
+        for (int64_t d = 0; d < dk; d++)
+            scratch[d * TL_KV_BLOCK + r] = row[d];
+    }
     return scratch;
 }
 
@@ -95,7 +138,7 @@ const float *kv_v_view(const kv_cache *c, const kv_node *nd, int32_t layer, int3
     }
     const kv_layout *L = &c->layout[layer];
     for (int32_t r = 0; r < TL_KV_BLOCK; r++)
-        row_decode(c->type_v, nd->kv + L->v_off + (size_t)r * L->v_row, g * dv, dv, scratch + r * dv, 1);
+        row_decode(c->simd_decode, c->type_v, nd->kv + L->v_off + (size_t)r * L->v_row, g * dv, dv, scratch + r * dv);
     *stride = dv;
     return scratch;
 }

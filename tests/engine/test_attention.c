@@ -72,7 +72,8 @@ static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
     const tl_layer_weights *w = &S->layer;
     int64_t dk = w->head_dim_k, dv = w->head_dim_v, nk = (int64_t)w->n_head_kv * dk, nv = (int64_t)w->n_head_kv * dv;
     float *k = malloc(sizeof(float) * (size_t)(nk + nv)), *v = k + nk;
-    float *kbuf = malloc(sizeof(float) * TL_KV_BLOCK * (size_t)(dk + dv)), *vbuf = kbuf + TL_KV_BLOCK * dk;
+    float *kbuf = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv)), *vbuf = kbuf + kv_k_scratch(dk);
+    float *alt = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv));
     for (int32_t p = from; p < n; p++) {
         kv_node *nd = s->path[p / TL_KV_BLOCK];
         int32_t r = p % TL_KV_BLOCK;
@@ -86,10 +87,21 @@ static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
             const float *kt = kv_k_view(&S->c, nd, 0, g, kbuf), *vr = kv_v_view(&S->c, nd, 0, g, vbuf, &vs);
             check_decoded(S->c.type_k, k, nk, dk, kt + r, TL_KV_BLOCK, g, "key");
             check_decoded(S->c.type_v, v, nv, dv, vr + r * vs, 1, g, "value");
+            if (S->c.simd_decode && kt == kbuf && vr == vbuf) { /* the portable decoders give the same values */
+                S->c.simd_decode = false;
+                kv_k_view(&S->c, nd, 0, g, alt);
+                kv_v_view(&S->c, nd, 0, g, alt + kv_k_scratch(dk), &vs);
+                S->c.simd_decode = true;
+                CHECKF(!memcmp(kbuf, alt, sizeof(float) * TL_KV_BLOCK * (size_t)dk) &&
+                           !memcmp(vbuf, alt + kv_k_scratch(dk), sizeof(float) * TL_KV_BLOCK * (size_t)dv),
+                       "K %s V %s: AVX2 and portable decoders differ", tl_cache_type_name(S->c.type_k),
+                       tl_cache_type_name(S->c.type_v));
+            }
         }
     }
     free(k);
     free(kbuf);
+    free(alt);
 }
 
 static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t dv, tl_cache_type tk,
@@ -149,7 +161,7 @@ static void reference(const setup *S, const tl_attn_params *p, int t, double *ou
     int32_t group = m->n_head / m->n_head_kv, n = tk->pos + 1;
     int32_t lo = p->window > 0 && n - p->window > 0 ? n - p->window : 0;
     double *s = malloc(sizeof(double) * (size_t)n);
-    float *kbuf = malloc(sizeof(float) * TL_KV_BLOCK * (size_t)(dk + dv)), *vbuf = kbuf + TL_KV_BLOCK * dk;
+    float *kbuf = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv)), *vbuf = kbuf + kv_k_scratch(dk);
     for (int32_t h = 0; h < m->n_head; h++) {
         int32_t g = h / group;
         const float *q = S->q + (size_t)t * m->n_head * dk + (size_t)h * dk;
