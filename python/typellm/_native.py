@@ -186,6 +186,7 @@ model_name = _fn("tl_model_name", c_char_p, P)
 model_arch = _fn("tl_model_arch", c_char_p, P)
 model_n_ctx_train = _fn("tl_model_n_ctx_train", c_int32, P)
 model_resolve = _fn("tl_model_resolve", c_int, c_char_p, c_char_p, POINTER(c_void_p), PErr)
+cache_type_parse = _fn("tl_cache_type_parse", c_int, c_char_p, POINTER(c_int), PErr)
 
 backend_shared_new = _fn("tl_backend_shared_new", c_int, P, POINTER(SharedParams), POINTER(P), PErr)
 backend_shared_client = _fn("tl_backend_shared_client", c_int, P, c_void_p, POINTER(P), PErr)
