@@ -121,7 +121,7 @@ void kv_store_row(const kv_cache *c, kv_node *nd, int32_t layer, int32_t row, co
 /* The keys of kv head g in the block, decoded and transposed as kv_k_block
  * lays them out (element d of row r at [d * TL_KV_BLOCK + r]): a pointer into
  * the node for F32 keys, else decoded into scratch (kv_k_scratch floats). */
-static inline size_t kv_k_scratch(int64_t head_dim_k) { return (size_t)(TL_KV_BLOCK + 1) * (size_t)head_dim_k; }
+static inline size_t kv_k_scratch(int64_t head_dim_k) { return 2 * (size_t)TL_KV_BLOCK * (size_t)head_dim_k; }
 const float *kv_k_view(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t g, float *scratch);
 /* The values of kv head g in the block: row r at [r * *stride], decoded into
  * scratch (TL_KV_BLOCK * head_dim_v floats) unless they are F32. */

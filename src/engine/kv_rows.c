@@ -70,6 +70,31 @@ TL_F16C static void q8_decode_avx2(const uint8_t *row, int64_t from, int64_t n, 
         i += take;
     }
 }
+
+/* kt[d * TL_KV_BLOCK + r] = rows[r * dk + d] (dk a multiple of 8): 8 x 8
+ * tiles transposed in registers (moves only: the same values). */
+TL_AVX2 static void transpose_block_avx2(const float *rows, int64_t dk, float *kt) {
+    for (int r0 = 0; r0 < TL_KV_BLOCK; r0 += 8)
+        for (int64_t d0 = 0; d0 < dk; d0 += 8) {
+            __m256 a[8], b[8], c[8];
+            for (int i = 0; i < 8; i++)
+                a[i] = _mm256_loadu_ps(rows + (r0 + i) * dk + d0);
+            for (int i = 0; i < 8; i += 2) { /* pairs of rows interleaved */
+                b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+                b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) { /* then quads: each 128-bit lane holds 4 rows of one column */
+                c[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
+                c[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
+                c[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+                c[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+            }
+            for (int i = 0; i < 4; i++) { /* columns i and i + 4: rows 0-3 from c[i], 4-7 from c[i + 4] */
+                _mm256_storeu_ps(kt + (d0 + i) * TL_KV_BLOCK + r0, _mm256_permute2f128_ps(c[i], c[i + 4], 0x20));
+                _mm256_storeu_ps(kt + (d0 + i + 4) * TL_KV_BLOCK + r0, _mm256_permute2f128_ps(c[i], c[i + 4], 0x31));
+            }
+        }
+}
 #endif
 
 /* out[0..n) = elements [from, from + n) of a row encoded as t (F16 or Q8_0). */
@@ -119,12 +144,18 @@ const float *kv_k_view(const kv_cache *c, const kv_node *nd, int32_t layer, int3
     if (c->type_k == TL_CACHE_F32)
         return kv_k_block(c, nd, layer) + (size_t)g * (size_t)dk * TL_KV_BLOCK;
     const kv_layout *L = &c->layout[layer];
-    float *row = scratch + TL_KV_BLOCK * dk; /* one decoded row, then transposed into place */
-    for (int32_t r = 0; r < TL_KV_BLOCK; r++) {
-        row_decode(c->simd_decode, c->type_k, nd->kv + L->k_off + (size_t)r * L->k_row, g * dk, dk, row);
-        for (int64_t d = 0; d < dk; d++)
-            scratch[d * TL_KV_BLOCK + r] = row[d];
+    float *rows = scratch + TL_KV_BLOCK * dk; /* the block's rows decoded, then transposed into place */
+    for (int32_t r = 0; r < TL_KV_BLOCK; r++)
+        row_decode(c->simd_decode, c->type_k, nd->kv + L->k_off + (size_t)r * L->k_row, g * dk, dk, rows + r * dk);
+#ifdef TL_ENGINE_AVX2
+    if (c->simd_decode && dk % 8 == 0) {
+        transpose_block_avx2(rows, dk, scratch);
+        return scratch;
     }
+#endif
+    for (int32_t r = 0; r < TL_KV_BLOCK; r++)
+        for (int64_t d = 0; d < dk; d++)
+            scratch[d * TL_KV_BLOCK + r] = rows[r * dk + d];
     return scratch;
 }
 
