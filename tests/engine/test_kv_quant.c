@@ -8,8 +8,10 @@
  * derived below; the deviations are printed (a table on stderr). Under Q8_0
  * the project's invariant must hold bit for bit: logits from a cached prefix
  * equal those from an empty cache, and branches evaluated in one batch (2
- * threads) equal each branch alone (1 thread). A Q8_0 cache must cost less
- * than an F16 one, which costs less than F32, per cached token.
+ * threads) equal each branch alone (1 thread). F16 and Q8_0 caches cost less
+ * than F32 per cached token, the cache's byte count (what the budget limits)
+ * is exactly its tokens times that cost, and a Q8_0 cache under a 1 MB budget
+ * stays within it while holding about 3.7x the tokens an F32 one does.
  *
  * The tolerance, from the formats' error bounds and the model's measured
  * response to a perturbation of known size:
@@ -118,6 +120,12 @@ static void last_logits(const tl_model *m, tl_cache_type tk, tl_cache_type tv, c
     tl_error err = {0};
     CHECKF(tl_session_eval_last(s, ids, n, LAST, out, NULL, &err) == TL_OK, "%s", err.msg);
     *token_bytes = tl_session_cache_token_bytes(s);
+    /* n is whole blocks: the cache holds n tokens' encoded rows (a hybrid
+     * model's recurrent-state snapshots on top) */
+    double held = (double)tl_session_cache_bytes(s), want = (double)n * *token_bytes;
+    bool hybrid = !strcmp(tl_model_arch(m), "qwen35");
+    CHECKF(hybrid ? held >= want : held == want, "%s K %s V %s: the cache holds %.0f bytes for %zu tokens of %.1f",
+           tl_model_name(m), tl_cache_type_name(tk), tl_cache_type_name(tv), held, n, *token_bytes);
     tl_session_free(s);
 }
 
@@ -174,6 +182,27 @@ static void check_exact(const tl_model *m, const char *name, const int32_t *ids)
     free(b);
 }
 
+/* Distinct 80-token prompts into a 1 MB cache of type t until it has
+ * evicted: returns the tokens it holds then, checking it kept the budget. */
+static size_t tokens_within_budget(const tl_model *m, tl_cache_type t) {
+    tl_session_params sp = {.n_threads = 2, .cache_mb = 1, .cache_type_k = t, .cache_type_v = t};
+    tl_session *s = NULL;
+    tl_error err = {0};
+    CHECKF(tl_session_new(m, &sp, &s, &err) == TL_OK, "%s", err.msg);
+    int32_t ids[N];
+    size_t held = 0;
+    for (int p = 0; p < 200; p++) {
+        for (int j = 0; j < N; j++)
+            ids[j] = rand_id(tl_model_n_vocab(m));
+        CHECKF(tl_session_eval(s, ids, N, NULL, NULL, &err) == TL_OK, "%s", err.msg);
+        CHECKF(tl_session_cache_bytes(s) <= tl_session_cache_budget(s), "%s: %zu bytes over a budget of %zu",
+               tl_cache_type_name(t), tl_session_cache_bytes(s), tl_session_cache_budget(s));
+        held = (size_t)((double)tl_session_cache_bytes(s) / tl_session_cache_token_bytes(s));
+    }
+    tl_session_free(s);
+    return held;
+}
+
 int main(void) {
     double ratio = rms_ratio();
     fprintf(stderr, "Q8_0 / F16 RMS rounding error on Gaussian rows: %.1f\n", ratio);
@@ -222,6 +251,16 @@ int main(void) {
         check_exact(m, MODELS[i], ids);
         free(ref);
         free(got);
+        tl_model_free(m);
+    }
+    /* the budget counts encoded bytes: the same 1 MB holds 1289 / 349 = 3.7x the tokens */
+    tl_model *m = NULL;
+    tl_error err = {0};
+    CHECKF(tl_model_load(tl_fixture("models/stories260k-f32.gguf"), &m, &err) == TL_OK, "%s", err.msg);
+    if (m) {
+        size_t f32 = tokens_within_budget(m, TL_CACHE_F32), q8 = tokens_within_budget(m, TL_CACHE_Q8_0);
+        fprintf(stderr, "stories260k, 1 MB cache: %zu tokens f32, %zu q8_0\n", f32, q8);
+        CHECKF(q8 >= 3.5 * (double)f32, "1 MB holds %zu tokens in q8_0, %zu in f32", q8, f32);
         tl_model_free(m);
     }
     return TEST_DONE();
