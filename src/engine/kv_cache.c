@@ -12,7 +12,7 @@
 size_t kv_row_bytes(tl_cache_type t, int64_t n) {
     switch (t) {
     case TL_CACHE_F16: return 2 * (size_t)n;
-    case TL_CACHE_Q8_0: return 34 * (((size_t)n + 31) / 32); /* a half scale and 32 int8 codes per block */
+    case TL_CACHE_Q8_0: return KV_Q8_BLOCK_BYTES * (((size_t)n + KV_Q8_BLOCK - 1) / KV_Q8_BLOCK);
     default: return sizeof(float) * (size_t)n;
     }
 }

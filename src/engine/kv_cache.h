@@ -97,7 +97,9 @@ tl_status kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes, tl_
                         tl_cache_type type_v, tl_error *err);
 void kv_cache_free(kv_cache *c);
 static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes + c->snap_bytes; }
-/* Bytes of one row of n elements encoded as t (Q8_0: whole 34-byte blocks). */
+/* Q8_0 rows: blocks of KV_Q8_BLOCK elements, each a half scale and as many int8 codes. */
+enum { KV_Q8_BLOCK = 32, KV_Q8_BLOCK_BYTES = 2 + KV_Q8_BLOCK };
+/* Bytes of one row of n elements encoded as t (Q8_0: whole blocks). */
 size_t kv_row_bytes(tl_cache_type t, int64_t n);
 
 /* ---- reading and writing rows (kv_rows.c) ---------------------------------- */

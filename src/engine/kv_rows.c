@@ -17,8 +17,6 @@
 #include "engine/kv_cache.h"
 #include "engine/vec_avx2.h"
 
-enum { QBLOCK = 32, QBLOCK_BYTES = 34 }; /* Q8_0: 32 elements, a half scale and 32 int8 codes */
-
 /* row (n elements of x) encoded as t. */
 static void row_encode(tl_cache_type t, const float *x, int64_t n, uint8_t *row) {
     if (n <= 0)
@@ -27,13 +25,13 @@ static void row_encode(tl_cache_type t, const float *x, int64_t n, uint8_t *row)
         tl_quantize_row(TL_TYPE_F16, x, row, n);
         return;
     }
-    int64_t full = n / QBLOCK * QBLOCK;
+    int64_t full = n / KV_Q8_BLOCK * KV_Q8_BLOCK;
     if (full)
         tl_quantize_row(TL_TYPE_Q8_0, x, row, full);
     if (n > full) {
-        float pad[QBLOCK] = {0};
+        float pad[KV_Q8_BLOCK] = {0};
         memcpy(pad, x + full, sizeof(float) * (size_t)(n - full));
-        tl_quantize_row(TL_TYPE_Q8_0, pad, row + full / QBLOCK * QBLOCK_BYTES, QBLOCK);
+        tl_quantize_row(TL_TYPE_Q8_0, pad, row + full / KV_Q8_BLOCK * KV_Q8_BLOCK_BYTES, KV_Q8_BLOCK);
     }
 }
 
@@ -53,8 +51,8 @@ TL_F16C static void f16_decode_avx2(const uint8_t *h, float *out, int64_t n) {
 
 TL_F16C static void q8_decode_avx2(const uint8_t *row, int64_t from, int64_t n, float *out) {
     for (int64_t i = from; i < from + n;) {
-        const uint8_t *blk = row + i / QBLOCK * QBLOCK_BYTES;
-        int64_t lo = i % QBLOCK, take = QBLOCK - lo < from + n - i ? QBLOCK - lo : from + n - i, j = 0;
+        const uint8_t *blk = row + i / KV_Q8_BLOCK * KV_Q8_BLOCK_BYTES;
+        int64_t lo = i % KV_Q8_BLOCK, take = KV_Q8_BLOCK - lo < from + n - i ? KV_Q8_BLOCK - lo : from + n - i, j = 0;
         uint16_t h;
         memcpy(&h, blk, 2);
         float d = _cvtsh_ss(h);
@@ -113,10 +111,10 @@ static void row_decode(bool simd, tl_cache_type t, const uint8_t *row, int64_t f
         tl_dequant_row(TL_TYPE_F16, row + 2 * from, out, n);
         return;
     }
-    float blk[QBLOCK];
+    float blk[KV_Q8_BLOCK];
     for (int64_t i = from; i < from + n;) {
-        int64_t lo = i % QBLOCK, take = QBLOCK - lo < from + n - i ? QBLOCK - lo : from + n - i;
-        tl_dequant_row(TL_TYPE_Q8_0, row + i / QBLOCK * QBLOCK_BYTES, blk, QBLOCK);
+        int64_t lo = i % KV_Q8_BLOCK, take = KV_Q8_BLOCK - lo < from + n - i ? KV_Q8_BLOCK - lo : from + n - i;
+        tl_dequant_row(TL_TYPE_Q8_0, row + i / KV_Q8_BLOCK * KV_Q8_BLOCK_BYTES, blk, KV_Q8_BLOCK);
         memcpy(out + (i - from), blk + lo, sizeof(float) * (size_t)take);
         i += take;
     }

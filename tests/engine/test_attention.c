@@ -72,8 +72,9 @@ static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
     const tl_layer_weights *w = &S->layer;
     int64_t dk = w->head_dim_k, dv = w->head_dim_v, nk = (int64_t)w->n_head_kv * dk, nv = (int64_t)w->n_head_kv * dv;
     float *k = malloc(sizeof(float) * (size_t)(nk + nv)), *v = k + nk;
-    float *kbuf = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv)), *vbuf = kbuf + kv_k_scratch(dk);
-    float *alt = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv));
+    size_t scratch = kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv;
+    float *kbuf = malloc(sizeof(float) * scratch), *vbuf = kbuf + kv_k_scratch(dk);
+    float *alt = malloc(sizeof(float) * scratch);
     for (int32_t p = from; p < n; p++) {
         kv_node *nd = s->path[p / TL_KV_BLOCK];
         int32_t r = p % TL_KV_BLOCK;
@@ -161,7 +162,8 @@ static void reference(const setup *S, const tl_attn_params *p, int t, double *ou
     int32_t group = m->n_head / m->n_head_kv, n = tk->pos + 1;
     int32_t lo = p->window > 0 && n - p->window > 0 ? n - p->window : 0;
     double *s = malloc(sizeof(double) * (size_t)n);
-    float *kbuf = malloc(sizeof(float) * (kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv)), *vbuf = kbuf + kv_k_scratch(dk);
+    size_t scratch = kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv;
+    float *kbuf = malloc(sizeof(float) * scratch), *vbuf = kbuf + kv_k_scratch(dk);
     for (int32_t h = 0; h < m->n_head; h++) {
         int32_t g = h / group;
         const float *q = S->q + (size_t)t * m->n_head * dk + (size_t)h * dk;

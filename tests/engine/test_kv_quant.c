@@ -151,7 +151,8 @@ static void check_exact(const tl_model *m, const char *name, const int32_t *ids)
     size_t nv = (size_t)tl_model_n_vocab(m);
     float *a = malloc(nv * sizeof *a), *b = malloc(nv * sizeof *b);
     tl_error err = {0};
-    tl_session *s = new_session(m, TL_CACHE_Q8_0, TL_CACHE_Q8_0, 2), *alone = new_session(m, TL_CACHE_Q8_0, TL_CACHE_Q8_0, 1);
+    tl_session *s = new_session(m, TL_CACHE_Q8_0, TL_CACHE_Q8_0, 2);
+    tl_session *alone = new_session(m, TL_CACHE_Q8_0, TL_CACHE_Q8_0, 1);
     CHECKF(tl_session_eval(s, ids, SHARED + 5, NULL, NULL, &err) == TL_OK, "%s", err.msg);
     tl_usage u = {0};
     CHECKF(tl_session_eval(s, ids, N, a, &u, &err) == TL_OK, "%s", err.msg);
