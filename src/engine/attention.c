@@ -16,6 +16,12 @@
  *    and a tile can be large: the K/V of a long context is read once per 16
  *    tokens. Exp is 8-lane (vec_avx2.h).
  *
+ * Both read the cache through kv_k_view / kv_v_view (kv_rows.c): an F32
+ * cache in place, an F16 or Q8_0 one as a block of one kv head decoded into
+ * the thread's scratch (the AVX2 path decodes the V rows of PV_SUB positions
+ * at once, before every row group reads them), so the kernels only ever see
+ * floats, and the same decoded floats whoever reads a row.
+ *
  * Both keep every value a fixed-order reduction of that token's own inputs:
  * a score is q·k summed over d in order; the portable softmax sums in j
  * order, the AVX2 one lanes by j mod 8 within each chunk, chunk after chunk;

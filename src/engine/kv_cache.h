@@ -13,7 +13,10 @@
  *    by the caller) or with children is never evicted; the rest go least
  *    recently used first when the cache is over its byte budget.
  * Reuse is exact: a row is only ever read at the position it was computed
- * for, after exactly the tokens on its path. */
+ * for, after exactly the tokens on its path. Rows are stored in the cache's
+ * element types (tl_cache_type: F32, F16, Q8_0), encoded when written and
+ * decoded by every reader alike (kv_rows.c), so a row reads the same wherever
+ * it came from; node_bytes, and so the budget, count the encoded bytes. */
 #ifndef TL_ENGINE_KV_CACHE_H
 #define TL_ENGINE_KV_CACHE_H
 
