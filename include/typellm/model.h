@@ -70,12 +70,32 @@ TL_API void tl_model_get_features(const tl_model *m, tl_model_features *f);
 
 /* ---- sessions ------------------------------------------------------------ */
 
+/* Element type of the cached keys or values (llama.cpp's --cache-type-k /
+ * --cache-type-v, same names and encodings). F32 is exact; F16 is an IEEE
+ * half per element; Q8_0 cuts each row (one token's keys or values of a
+ * layer, kv head after kv head) into blocks of 32 consecutive elements, each
+ * stored as a half scale d = max|x| / 127 and 32 int8 codes round(x / d). A
+ * row whose width is not a multiple of 32 ends with a block zero-padded to 32
+ * (its scale from its own elements). Rows are encoded when computed and every
+ * reader, the pass that computed them included, sees the decoded values: the
+ * results stay bit-identical whether a prefix came from the cache or not, for
+ * a given pair of types. */
+typedef enum tl_cache_type { TL_CACHE_F32 = 0, TL_CACHE_F16 = 1, TL_CACHE_Q8_0 = 2 } tl_cache_type;
+#define TL_CACHE_TYPE_NAMES "f32, f16, q8_0" /* for messages: every name tl_cache_type_parse takes */
+/* "f32", "f16", "q8_0" (NULL for a value outside the enum). */
+TL_API const char *tl_cache_type_name(tl_cache_type t);
+/* The type named name (as tl_cache_type_name writes it, any case); TL_ERR_INVALID
+ * listing the allowed names otherwise. */
+TL_API tl_status tl_cache_type_parse(const char *name, tl_cache_type *out, tl_error *err);
+
 typedef struct tl_session_params {
     int n_threads;    /* <= 0: number of cores */
     size_t cache_mb;  /* KV prefix-cache budget; 0: default */
     int32_t n_ctx;    /* longest sequence accepted; 0: the model's context length */
     bool extend_ctx;  /* allow n_ctx beyond the model's trained context length (RoPE
                          extrapolates, quality drops); otherwise that is an error */
+    tl_cache_type cache_type_k; /* element type of the cached keys (default F32) */
+    tl_cache_type cache_type_v; /* and values */
 } tl_session_params;
 
 TL_API tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_session **out, tl_error *err);
@@ -134,6 +154,10 @@ TL_API size_t tl_session_cached_prefix(const tl_session *s, const int32_t *ids, 
  * keep it above. */
 TL_API size_t tl_session_cache_bytes(const tl_session *s);
 TL_API size_t tl_session_cache_budget(const tl_session *s);
+/* Bytes the cache spends per cached token: a block's keys and values of every
+ * layer in the session's cache types, plus its share of the block's
+ * bookkeeping (what the budget counts). */
+TL_API double tl_session_cache_token_bytes(const tl_session *s);
 TL_API int tl_session_n_threads(const tl_session *s);
 
 

@@ -68,6 +68,9 @@ typedef struct tl_server_params {
      * chunks beside the other requests' steps (tl_shared_params.max_step_tokens).
      * 0: 512; < 0: no chunking. */
     int step_tokens;
+    /* The shared session's KV cache element types (tl_session_params.cache_type_k / _v). */
+    tl_cache_type cache_type_k;
+    tl_cache_type cache_type_v;
 } tl_server_params;
 
 /* Creates the server state (session, scheduler) over m, which must outlive it.

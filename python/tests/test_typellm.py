@@ -79,6 +79,21 @@ def test_equals_cli(chat, example, mode):
                          for k, v in ref["values"].items()}
 
 
+def test_cache_types_equal_cli():
+    """cache_type_k= / cache_type_v= are the CLI's -ctk / -ctv: a Q8_0 cache gives
+    the CLI's distributions; an unknown type names the argument and the types."""
+    d = os.path.join(SRC, "examples", "receipt")
+    ref = cli(RECORD, os.path.join(d, "schema.json"), os.path.join(d, "context.txt"), "batch",
+              ["-ctk", "q8_0", "--cache-type-v", "q8_0"])
+    with typellm.Client(model=RECORD, threads=1, cache_type_k="q8_0", cache_type_v="q8_0") as c:
+        py = c.decide(open(os.path.join(d, "context.txt")).read(), open(os.path.join(d, "schema.json")).read(),
+                      mode="batch")
+    assert_same(py, ref, "receipt/record/q8_0 cache")
+    with pytest.raises(typellm.InvalidArgument) as e:
+        typellm.Client(model=RECORD, cache_type_v="q4_0")
+    assert "cache_type_v='q4_0'" in str(e.value) and "f32, f16, q8_0" in str(e.value)
+
+
 def test_equals_cli_record_style_sampled(record):
     d = os.path.join(SRC, "examples", "receipt")
     ref = cli(RECORD, os.path.join(d, "schema.json"), os.path.join(d, "context.txt"), "batch",

@@ -73,7 +73,8 @@ class Usage(ctypes.Structure):
 
 
 class SessionParams(ctypes.Structure):
-    _fields_ = [("n_threads", c_int), ("cache_mb", c_size_t), ("n_ctx", c_int32), ("extend_ctx", c_bool)]
+    _fields_ = [("n_threads", c_int), ("cache_mb", c_size_t), ("n_ctx", c_int32), ("extend_ctx", c_bool),
+                ("cache_type_k", c_int), ("cache_type_v", c_int)]  # tl_cache_type: 0 f32, 1 f16, 2 q8_0
 
 
 class SharedParams(ctypes.Structure):
@@ -115,7 +116,8 @@ class ServerParams(ctypes.Structure):
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
                 ("chat_template", c_char_p), ("chat_template_jinja", c_char_p),
                 ("no_ui", c_bool), ("metrics_public", c_bool), ("log_json", c_bool), ("n_ctx", c_int32),
-                ("extend_ctx", c_bool), ("data_dir", c_char_p), ("step_tokens", c_int)]
+                ("extend_ctx", c_bool), ("data_dir", c_char_p), ("step_tokens", c_int),
+                ("cache_type_k", c_int), ("cache_type_v", c_int)]
 
 
 class BatchProgress(ctypes.Structure):
@@ -184,6 +186,7 @@ model_name = _fn("tl_model_name", c_char_p, P)
 model_arch = _fn("tl_model_arch", c_char_p, P)
 model_n_ctx_train = _fn("tl_model_n_ctx_train", c_int32, P)
 model_resolve = _fn("tl_model_resolve", c_int, c_char_p, c_char_p, POINTER(c_void_p), PErr)
+cache_type_parse = _fn("tl_cache_type_parse", c_int, c_char_p, POINTER(c_int), PErr)
 
 backend_shared_new = _fn("tl_backend_shared_new", c_int, P, POINTER(SharedParams), POINTER(P), PErr)
 backend_shared_client = _fn("tl_backend_shared_client", c_int, P, c_void_p, POINTER(P), PErr)

@@ -309,7 +309,7 @@ def _to_model(model_cls, values):
 class Client:
     """A model to decide with.
 
-        Client(model="path.gguf", threads=0, ctx_size=0, cache_mb=0)
+        Client(model="path.gguf", threads=0, ctx_size=0, cache_mb=0, cache_type_k="f32", cache_type_v="f32")
         Client(hf="org/repo:file.gguf")          # downloaded into ~/.cache/typellm (resumable, checked)
         Client(server="http://host:port", api_key=None, tokenizer="M.gguf" | None, timeout=60,
                engine="auto" | "sglang" | "llamacpp" | "vllm")
@@ -321,7 +321,8 @@ class Client:
     context manager or call close()."""
 
     def __init__(self, model=None, *, server=None, hf=None, threads=0, ctx_size=0, cache_mb=0, api_key=None,
-                 tokenizer=None, timeout=0.0, retries=-1, chat_template=None, style=None, engine="auto"):
+                 tokenizer=None, timeout=0.0, retries=-1, chat_template=None, style=None, engine="auto",
+                 cache_type_k="f32", cache_type_v="f32"):
         self._lock = threading.Lock()
         self._model = None
         self._backend = None
@@ -350,6 +351,12 @@ class Client:
                                       "server='http://host:port', or set TYPELLM_MODEL")
         if threads < 0 or ctx_size < 0 or cache_mb < 0:
             raise InvalidArgument("invalid", "Client: threads, ctx_size and cache_mb must be >= 0")
+        cache_types = []
+        for name, value in (("cache_type_k", cache_type_k), ("cache_type_v", cache_type_v)):
+            t = ctypes.c_int()
+            if N.cache_type_parse(_b(value), ctypes.byref(t), ctypes.byref(err)):
+                raise InvalidArgument("invalid", f"Client: {name}={value!r}: {err.msg.decode()}")
+            cache_types.append(t.value)
         path = model
         if hf is not None and model is None:
             out = ctypes.c_void_p()
@@ -358,7 +365,7 @@ class Client:
         m = N.P()
         _check(N.model_load(_b(os.fspath(path)), ctypes.byref(m), ctypes.byref(err)), err, ModelError)
         self._model = m
-        sp = N.SharedParams(N.SessionParams(int(threads), int(cache_mb), int(ctx_size), False), 0)
+        sp = N.SharedParams(N.SessionParams(int(threads), int(cache_mb), int(ctx_size), False, *cache_types), 0)
         b = N.P()
         rc = N.backend_shared_new(m, ctypes.byref(sp), ctypes.byref(b), ctypes.byref(err))
         if rc:

@@ -33,6 +33,14 @@ tl_status tl_cli_chat_template(const char *arg, const char **name, char **jinja,
 /* --var NAME=JSON (TL_OPT_CALL; dest is a jansson object the value joins). */
 #define TL_CLI_MAX_VARS 64
 bool tl_cli_var(const char *value, void *dest, const char **why);
+/* --cache-type-k / --cache-type-v T (TL_OPT_CALL; dest is a tl_cache_type). */
+bool tl_cli_cache_type(const char *value, void *dest, const char **why);
+/* Both entries, over tl_cache_type *k and *v, with llama.cpp's names and -ctk / -ctv spellings. */
+#define TL_OPT_CACHE_TYPES(k, v)                                                                             \
+    {0, "cache-type-k", TL_OPT_CALL, (k), .call = tl_cli_cache_type, .dash_name = "ctk", .metavar = "T",     \
+     .help = "element type of the cached keys: " TL_CACHE_TYPE_NAMES " (default f32)"},                      \
+    {0, "cache-type-v", TL_OPT_CALL, (v), .call = tl_cli_cache_type, .dash_name = "ctv", .metavar = "T",     \
+     .help = "element type of the cached values: " TL_CACHE_TYPE_NAMES " (default f32)"}
 
 int tl_cmd_inspect(int argc, char **argv);
 int tl_cmd_tokenize(int argc, char **argv);

@@ -224,12 +224,13 @@ int tl_cmd_batch(int argc, char **argv) {
         tl_session_params sp = {.n_threads = (int)a.threads};
         tl_cli_ctx("batch", model, a.n_ctx, &sp);
         tl_server_params prm = {.model_path = model_path, .n_threads = (int)a.threads, .max_queue = (int)n_par + 8,
-                                .cache_mb = (size_t)cache_mb,
+                                .cache_mb = (size_t)cache_mb, .cache_type_k = a.cache_k, .cache_type_v = a.cache_v,
                                 .max_tokens = sp.n_ctx, .chat_template = a.opts.chat_template,
                                 .chat_template_jinja = template_src};
         st = tl_server_new(model, &prm, &bb.server, &err);
     } else if (!st && model) {
-        tl_shared_params sh = {.session = {.n_threads = (int)a.threads, .cache_mb = (size_t)cache_mb}};
+        tl_shared_params sh = {.session = {.n_threads = (int)a.threads, .cache_mb = (size_t)cache_mb,
+                                           .cache_type_k = a.cache_k, .cache_type_v = a.cache_v}};
         tl_cli_ctx("batch", model, a.n_ctx, &sh.session);
         st = tl_backend_shared_new(model, &sh, &bb.shared, &err);
     } else if (!st && bp.format == TL_BATCH_OPENAI) {

@@ -53,6 +53,7 @@ int tl_cmd_bench(int argc, char **argv) {
     long n_prompt = 512, n_gen = 128, threads = 0, reps = 1, n_ctx = 0;
     bool json = false, no_mmap = false;
     double bandwidth = 0;
+    tl_cache_type cache_k = TL_CACHE_F32, cache_v = TL_CACHE_F32;
     const tl_opt opts[] = {
         TL_OPT_MODEL(&model_path),
         {'p', "n-prompt", TL_OPT_LONG, &n_prompt, .min = 0, .max = 1 << 24, .metavar = "P",
@@ -63,6 +64,7 @@ int tl_cmd_bench(int argc, char **argv) {
          .help = "run each test REPS times and report the mean (default 1)"},
         TL_OPT_THREADS(&threads),
         TL_OPT_CTX(&n_ctx),
+        TL_OPT_CACHE_TYPES(&cache_k, &cache_v),
         {0, "json", TL_OPT_FLAG, &json,
          .help = "one object {\"model\",\"type\",\"threads\",\"prefill_tokens\",\"prefill_tok_s\",\n"
                  "                             \"decode_tokens\",\"decode_tok_s\"}"},
@@ -84,7 +86,7 @@ int tl_cmd_bench(int argc, char **argv) {
     if (tl_cli_model_load("bench", model_path, no_mmap, &m) != TL_OK)
         return 1;
     int rc = 1;
-    tl_session_params sp = {.n_threads = (int)threads};
+    tl_session_params sp = {.n_threads = (int)threads, .cache_type_k = cache_k, .cache_type_v = cache_v};
     tl_cli_ctx("bench", m, n_ctx, &sp);
     int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(m);
     /* The longest sequence either test evaluates; the warm-up token is not
@@ -141,6 +143,8 @@ int tl_cmd_bench(int argc, char **argv) {
     double kv_bytes = n_gen > 0 ? kv_token_bytes * (double)(n_gen + 1) / 2 : 0;
     double step_bytes = w_bytes + kv_bytes, gb_s = step_bytes * tg / 1e9;
     double share = bandwidth > 0 ? gb_s / bandwidth : 0;
+    const char *ctk = tl_cache_type_name(sp.cache_type_k), *ctv = tl_cache_type_name(sp.cache_type_v);
+    double cached_token_bytes = tl_session_cache_token_bytes(s);
     if (json) {
         printf("{\"model\":\"");
         for (const char *p = tl_model_name(m); *p; p++)
@@ -154,7 +158,8 @@ int tl_cmd_bench(int argc, char **argv) {
                tl_model_type_name(m), n_threads, n_prompt, pp, n_gen, tg, step_bytes, kv_bytes, gb_s);
         if (bandwidth > 0)
             printf(",\"bandwidth_gb_s\":%.3f,\"decode_bandwidth_share\":%.4f", bandwidth, share);
-        printf("}\n");
+        printf(",\"cache_type_k\":\"%s\",\"cache_type_v\":\"%s\",\"kv_bytes_per_cached_token\":%.1f}\n", ctk, ctv,
+               cached_token_bytes);
     } else {
         printf("| model | type | threads | isa | test | t/s |\n| --- | --- | ---: | --- | ---: | ---: |\n");
         if (n_prompt > 0)
@@ -170,6 +175,8 @@ int tl_cmd_bench(int argc, char **argv) {
                 printf(", %.0f%% of %.2f GB/s", share * 100, bandwidth);
             printf("\n");
         }
+        printf("%sKV cache (K %s, V %s): %.1f bytes per cached token\n", n_gen > 0 ? "" : "\n", ctk, ctv,
+               cached_token_bytes);
     }
     rc = fflush(stdout) ? 1 : 0;
 done:

@@ -85,7 +85,7 @@ int tl_cmd_decide(int argc, char **argv) {
     if (!st && !b)
         st = tl_model_load_ex(model_path, a.no_mmap ? TL_MODEL_NO_MMAP : 0, &model, &err);
     if (!st && !b) {
-        tl_session_params sp = {.n_threads = (int)a.threads};
+        tl_session_params sp = {.n_threads = (int)a.threads, .cache_type_k = a.cache_k, .cache_type_v = a.cache_v};
         tl_cli_ctx("decide", model, a.n_ctx, &sp);
         st = tl_backend_local_new(model, &sp, &b, &err);
     }

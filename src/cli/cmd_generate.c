@@ -54,6 +54,7 @@ int tl_cmd_generate(int argc, char **argv) {
     long n_gen = 128, threads = 0, n_ctx = 0, top_k = 40;
     sampler sm = {.temperature = 0.8, .filter = {.top_p = 0.95}, .state = 42};
     bool json = false, ignore_eos = false, no_mmap = false;
+    tl_cache_type cache_k = TL_CACHE_F32, cache_v = TL_CACHE_F32;
     const tl_opt opts[] = {
         TL_OPT_MODEL(&model_path),
         {'p', "prompt", TL_OPT_STR, &prompt_text, .metavar = "TEXT", .help = "the prompt"},
@@ -77,6 +78,7 @@ int tl_cmd_generate(int argc, char **argv) {
         {'s', "seed", TL_OPT_U64, &sm.state, .metavar = "S", .help = "sampling seed (default 42)"},
         TL_OPT_THREADS(&threads),
         TL_OPT_CTX(&n_ctx),
+        TL_OPT_CACHE_TYPES(&cache_k, &cache_v),
         {0, "ignore-eos", TL_OPT_FLAG, &ignore_eos, .help = "do not stop at end-of-generation tokens"},
         {0, "json", TL_OPT_FLAG, &json, .help = "print {\"prompt\",\"generated\",\"logprobs\",\"text\"} at the end"},
         TL_OPT_NO_MMAP(&no_mmap),
@@ -156,7 +158,7 @@ int tl_cmd_generate(int argc, char **argv) {
         goto done;
     }
     seq = malloc(sizeof(int32_t) * (n_prompt + (size_t)n_gen));
-    tl_session_params sp = {.n_threads = (int)threads};
+    tl_session_params sp = {.n_threads = (int)threads, .cache_type_k = cache_k, .cache_type_v = cache_v};
     tl_cli_ctx("generate", m, n_ctx, &sp);
     int32_t ctx_len = sp.n_ctx > 0 ? sp.n_ctx : tl_model_n_ctx_train(m);
     if (!seq || tl_session_new(m, &sp, &s, &err) != TL_OK) {

@@ -35,6 +35,7 @@ int tl_cmd_logits(int argc, char **argv) {
     const char *model_path = NULL, *prompt_file = NULL, *ids_arg = NULL;
     long last = 4, threads = 0, n_ctx = 0;
     bool extend = false, no_mmap = false;
+    tl_cache_type cache_k = TL_CACHE_F32, cache_v = TL_CACHE_F32;
     const tl_opt opts[] = {
         TL_OPT_MODEL(&model_path),
         {'f', "file", TL_OPT_STR, &prompt_file, .metavar = "P", .alias = "prompt-file",
@@ -44,6 +45,7 @@ int tl_cmd_logits(int argc, char **argv) {
          .help = "positions to print, counted from the end (default 4)"},
         TL_OPT_THREADS(&threads),
         TL_OPT_CTX(&n_ctx),
+        TL_OPT_CACHE_TYPES(&cache_k, &cache_v),
         {0, "extend-ctx", TL_OPT_FLAG, &extend, .help = "accept prompts longer than the model's context length"},
         TL_OPT_NO_MMAP(&no_mmap),
         {0},
@@ -92,7 +94,7 @@ int tl_cmd_logits(int argc, char **argv) {
     }
     if ((size_t)last > n)
         last = (long)n;
-    tl_session_params sp = {.n_threads = (int)threads};
+    tl_session_params sp = {.n_threads = (int)threads, .cache_type_k = cache_k, .cache_type_v = cache_v};
     tl_cli_ctx("logits", m, n_ctx, &sp);
     if (extend && n > (size_t)tl_model_n_ctx_train(m) && n > (size_t)sp.n_ctx) {
         sp.n_ctx = n > INT32_MAX ? INT32_MAX : (int32_t)n;

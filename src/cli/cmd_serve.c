@@ -46,6 +46,7 @@ int tl_cmd_serve(int argc, char **argv) {
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
+    tl_cache_type cache_k = TL_CACHE_F32, cache_v = TL_CACHE_F32;
     const tl_opt opts[] = {
         TL_OPT_MODEL(&model_arg),
         {0, "hf", TL_OPT_STR, &hf, .metavar = "ORG/REPO:FILE",
@@ -80,6 +81,7 @@ int tl_cmd_serve(int argc, char **argv) {
         {0, "log-format", TL_OPT_STR, &log_format, .metavar = "text|json",
          .help = "request log lines: text (default) or one JSON object each"},
         TL_OPT_CTX(&n_ctx),
+        TL_OPT_CACHE_TYPES(&cache_k, &cache_v),
         {0, "extend-ctx", TL_OPT_FLAG, &extend,
          .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
         {0, "data-dir", TL_OPT_STR, &p.data_dir, .metavar = "DIR",
@@ -97,6 +99,8 @@ int tl_cmd_serve(int argc, char **argv) {
     p.port = (int)port;
     p.n_threads = (int)threads;
     p.cache_mb = (size_t)cache_mb;
+    p.cache_type_k = cache_k;
+    p.cache_type_v = cache_v;
     p.max_body = (size_t)max_body;
     p.max_questions = (int)max_questions;
     p.max_tokens = (int)max_tokens;

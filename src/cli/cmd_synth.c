@@ -19,6 +19,7 @@ int tl_cmd_synth(int argc, char **argv) {
     long max_tokens = 128, max_probes = 4096, top_k = 32, attempts = 8, max_states = 20000, threads = 2, n_ctx = 0;
     bool no_mmap = false, unconstrained = false;
     long max_oracle_work = 0;
+    tl_cache_type cache_k = TL_CACHE_F32, cache_v = TL_CACHE_F32;
     const tl_opt opts[] = {
         {'m', "model", TL_OPT_STR, &model_path, .metavar = "PATH",
          .help = "GGUF model (env AEON_TC_MODEL, then TYPELLM_MODEL)"},
@@ -41,6 +42,7 @@ int tl_cmd_synth(int argc, char **argv) {
         {'t', "threads", TL_OPT_LONG, &threads, .min = 0, .max = 1024, .metavar = "N",
          .help = "engine threads (default 2; 0 = all cores)"},
         TL_OPT_CTX(&n_ctx),
+        TL_OPT_CACHE_TYPES(&cache_k, &cache_v),
         {0, "report", TL_OPT_STR, &report_path, .metavar = "FILE",
          .help = "write the JSON report there ('-' = stdout after the program)"},
         TL_OPT_NO_MMAP(&no_mmap),
@@ -91,7 +93,7 @@ int tl_cmd_synth(int argc, char **argv) {
     }
     if (tl_cli_model_load("synth", model_path, no_mmap, &model))
         goto done;
-    tl_session_params sp = {.n_threads = (int)threads};
+    tl_session_params sp = {.n_threads = (int)threads, .cache_type_k = cache_k, .cache_type_v = cache_v};
     tl_cli_ctx("synth", model, n_ctx, &sp);
     if (tl_backend_local_new(model, &sp, &be, &err)) {
         tl_cli_error("synth", err.msg);

@@ -109,6 +109,13 @@ tl_status tl_cli_chat_template(const char *arg, const char **name, char **jinja,
     return st;
 }
 
+bool tl_cli_cache_type(const char *value, void *dest, const char **why) {
+    if (tl_cache_type_parse(value, dest, NULL) == TL_OK)
+        return true;
+    *why = "not a KV cache type (allowed: " TL_CACHE_TYPE_NAMES ")";
+    return false;
+}
+
 bool tl_cli_var(const char *value, void *dest, const char **why) {
     json_t *vars = dest;
     const char *eq = strchr(value, '=');

@@ -13,6 +13,7 @@ typedef struct decide_args {
     const char *context_text; /* -p/--context-text STR */
     long threads;             /* -t/--threads N (0: all cores) */
     long n_ctx;               /* -c/--ctx-size N (0: the model's) */
+    tl_cache_type cache_k, cache_v; /* --cache-type-k / --cache-type-v T */
     bool values_only;         /* --values-only: print just "values" */
     bool no_mmap;
     tl_decide_opts opts;
@@ -49,6 +50,7 @@ typedef struct decide_args {
          .help = "abstain (value null) when the chosen value's probability is below P"},                               \
         TL_OPT_THREADS(&(a).threads),                                                                                  \
         TL_OPT_CTX(&(a).n_ctx),                                                                                        \
+        TL_OPT_CACHE_TYPES(&(a).cache_k, &(a).cache_v),                                                                \
         {0, "trace", TL_OPT_FLAG, &(a).opts.trace, .help = "per field: the exact token ids sent and the position scored"}, \
         {0, "values-only", TL_OPT_FLAG, &(a).values_only, .help = "print only {\"field\": value, ...}"},               \
         {0, "lenient", TL_OPT_FLAG, &(a).opts.lenient,                                                                 \

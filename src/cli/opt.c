@@ -93,6 +93,8 @@ static const tl_opt *find(const tl_opt *opts, const char *arg, size_t len) {
         if (arg[1] != '-') {
             if (len == 2 && o->short_name && arg[1] == o->short_name)
                 return o;
+            if (o->dash_name && strlen(o->dash_name) == len - 1 && !memcmp(arg + 1, o->dash_name, len - 1))
+                return o;
             continue;
         }
         const char *names[2] = {o->name, o->alias};
@@ -126,7 +128,7 @@ int tl_opt_parse(const tl_opt_cmd *cmd, int argc, char **argv, const char **pos,
             tl_opt_usage(cmd, stdout);
             return TL_OPT_HELP;
         }
-        const char *eq = a[1] == '-' ? strchr(a, '=') : (a[2] == '=' ? a + 2 : NULL);
+        const char *eq = strchr(a, '=');
         size_t len = eq ? (size_t)(eq - a) : strlen(a);
         const tl_opt *o = find(cmd->opts, a, len);
         if (!o)
@@ -167,7 +169,9 @@ void tl_opt_usage(const tl_opt_cmd *cmd, FILE *f) {
         char left[96];
         int n = snprintf(left, sizeof left, "%s%c%s--%s", o->short_name ? "-" : "", o->short_name ? o->short_name : ' ',
                          o->short_name ? ", " : "  ", o->name);
-        if (!o->short_name)
+        if (o->dash_name)
+            n = snprintf(left, sizeof left, "-%s, --%s", o->dash_name, o->name);
+        else if (!o->short_name)
             n = snprintf(left, sizeof left, "    --%s", o->name);
         if (o->metavar && o->kind != TL_OPT_FLAG && n > 0 && (size_t)n < sizeof left)
             snprintf(left + n, sizeof left - (size_t)n, " %s", o->metavar);

@@ -71,6 +71,7 @@ typedef struct tl_opt {
     const char *metavar; /* shown in --help: "--model PATH" */
     const char *help;    /* one line for --help; NULL: not listed */
     const char *alias;   /* a second long name accepted for the same option (older spelling) */
+    const char *dash_name; /* a long name taken after one dash, as llama.cpp spells some ("ctk" for -ctk) */
     bool (*call)(const char *value, void *dest, const char **why);
     unsigned flags;
 } tl_opt;

@@ -16,6 +16,12 @@
  *    and a tile can be large: the K/V of a long context is read once per 16
  *    tokens. Exp is 8-lane (vec_avx2.h).
  *
+ * Both read the cache through kv_k_view / kv_v_view (kv_rows.c): an F32
+ * cache in place, an F16 or Q8_0 one as a block of one kv head decoded into
+ * the thread's scratch (the AVX2 path decodes the V rows of PV_SUB positions
+ * at once, before every row group reads them), so the kernels only ever see
+ * floats, and the same decoded floats whoever reads a row.
+ *
  * Both keep every value a fixed-order reduction of that token's own inputs:
  * a score is q·k summed over d in order; the portable softmax sums in j
  * order, the AVX2 one lanes by j mod 8 within each chunk, chunk after chunk;
@@ -70,8 +76,9 @@ typedef struct attn_job {
     const float *q;
     float *out;
     int64_t out_stride;
-    float *scores;        /* per thread: score_stride floats */
-    size_t score_stride;
+    float *scores;        /* per thread: score_stride floats, of which the last
+                             dec_floats hold K / V rows decoded from the cache's type */
+    size_t score_stride, dec_floats;
     const int32_t *tiles; /* AVX2: tile i is tokens [tiles[i], tiles[i + 1]) */
     int32_t n_tiles;
     int wide;             /* AVX-512 CPU: scores and outputs in 16-lane steps (the same bits) */
@@ -105,6 +112,7 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
     int32_t group = m->n_head / w->n_head_kv;
     float scale = p->scale, cap = p->softcap;
     float *scores = J->scores + (size_t)thread * J->score_stride;
+    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + kv_k_scratch(dk);
     for (int64_t item = b; item < e; item++) {
         int64_t t = item / w->n_head_kv;
         int32_t g = (int32_t)(item % w->n_head_kv), h0 = g * group;
@@ -115,7 +123,7 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
         for (int32_t j0 = jb; j0 < n_ctx; j0 += TL_KV_BLOCK) {
             const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
             int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-            const float *kt = kv_k_block(c, nd, J->layer) + (size_t)g * dk * TL_KV_BLOCK;
+            const float *kt = kv_k_view(c, nd, J->layer, g, kbuf);
             for (int32_t hh = 0; hh < group; hh++) {
                 /* rows j0..j0+15 at once: lane r sums q[d] * k_r[d] over d in order */
                 const float *qh = q + hh * dk;
@@ -150,37 +158,19 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
             float inv = (float)(1.0 / sum);
             for (int32_t j = lo; j < n_ctx; j++)
                 s[j] *= inv;
-            /* out[i] = sum over j in order of s[j] * v_j[i], 32 outputs at a
-             * time held in registers across all rows */
-            float *out = J->out + t * J->out_stride + (h0 + hh) * dv;
-            int64_t i0 = 0;
-            for (; i0 + 32 <= dv; i0 += 32) {
-                v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-                for (int32_t j0 = jb; j0 < n_ctx; j0 += TL_KV_BLOCK) {
-                    const kv_node *nd = tk->seq->path[j0 / TL_KV_BLOCK];
-                    int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
-                    for (int32_t r = j0 < lo ? lo - j0 : 0; r < rows; r++) {
-                        const float *vr = kv_v_row(c, nd, J->layer, r) + g * dv + i0;
-                        float pr = s[j0 + r];
-                        v8f pv = {pr, pr, pr, pr, pr, pr, pr, pr};
-                        a0 += pv * LOAD8(vr);
-                        a1 += pv * LOAD8(vr + 8);
-                        a2 += pv * LOAD8(vr + 16);
-                        a3 += pv * LOAD8(vr + 24);
-                    }
-                }
-                STORE8(out + i0, a0);
-                STORE8(out + i0 + 8, a1);
-                STORE8(out + i0 + 16, a2);
-                STORE8(out + i0 + 24, a3);
-            }
-            if (i0 < dv) { /* head sizes that are not a multiple of 32 */
-                memset(out + i0, 0, sizeof(float) * (size_t)(dv - i0));
-                for (int32_t j = lo; j < n_ctx; j++) {
-                    const float *vr =
-                        kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv;
-                    axpy_f32(out + i0, s[j], vr + i0, dv - i0);
-                }
+            memset(J->out + t * J->out_stride + (h0 + hh) * dv, 0, sizeof(float) * (size_t)dv);
+        }
+        /* out_h[i] = sum over j in order of s_h[j] * v_j[i], a block of V rows
+         * (decoded once) for every query head of the group */
+        for (int32_t j0 = jb; j0 < n_ctx; j0 += TL_KV_BLOCK) {
+            int32_t rows = n_ctx - j0 < TL_KV_BLOCK ? n_ctx - j0 : TL_KV_BLOCK;
+            int64_t vs;
+            const float *vb = kv_v_view(c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer, g, vbuf, &vs);
+            for (int32_t hh = 0; hh < group; hh++) {
+                const float *s = scores + (size_t)hh * n_ctx;
+                float *out = J->out + t * J->out_stride + (h0 + hh) * dv;
+                for (int32_t r = j0 < lo ? lo - j0 : 0; r < rows; r++)
+                    axpy_f32(out, s[j0 + r], vb + r * vs, dv);
             }
         }
     }
@@ -195,6 +185,19 @@ TL_VECTOR_CLONES static void attention_items(void *arg, int64_t b, int64_t e, in
 #define UNROLL_ALL _Pragma("GCC unroll 16")
 
 enum { QK_ROWS = 6, PV_ROWS = 3 };
+
+/* The V rows of one kv head over positions [j0, j0 + PV_SUB) (j0 a multiple
+ * of PV_SUB): row j at blk[(j - j0) / TL_KV_BLOCK] + (j % TL_KV_BLOCK) * stride,
+ * in the cache node (F32) or decoded into the thread's scratch. */
+typedef struct v_rows {
+    const float *blk[PV_SUB / TL_KV_BLOCK];
+    int32_t j0;
+    int64_t stride, dv;
+} v_rows;
+
+static inline const float *v_row(const v_rows *V, int32_t j) {
+    return V->blk[(j - V->j0) / TL_KV_BLOCK] + (j % TL_KV_BLOCK) * V->stride;
+}
 
 /* s_a[r] = scale * sum_d q_a[d] * k_r[d] for the 16 rows r of one K block
  * (kt: transposed, kt[d * 16 + r]) and NA query rows. */
@@ -232,20 +235,16 @@ TL_AVX2 static void qk_rows(const float *kt, int64_t dk, const float *const *qa,
 
 /* o_a[i0 + ..8 NV) += sum_{j in [j0, j1)} p_a[j - base] * v_j[i0 + ..] for NA
  * query rows (accumulating in j order from what o_a holds). */
-TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                            const float *const *pa, int32_t base, float *const *oa, int64_t i0, const int NA,
-                            const int NV) {
-    const kv_cache *c = J->c;
-    const tl_layer_weights *w = &J->m->layers[J->layer];
-    int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
+TL_AVX2_INLINE void pv_tile(const v_rows *V, int32_t j0, int32_t j1, const float *const *pa, int32_t base,
+                            float *const *oa, int64_t i0, const int NA, const int NV) {
     __m256 acc[PV_ROWS][4];
     UNROLL_ALL for (int a = 0; a < NA; a++)
         UNROLL_ALL for (int v = 0; v < NV; v++)
             acc[a][v] = _mm256_loadu_ps(oa[a] + i0 + 8 * v);
     for (int32_t j = j0; j < j1;) {
         int32_t blk_end = (j / TL_KV_BLOCK + 1) * TL_KV_BLOCK, end = blk_end < j1 ? blk_end : j1;
-        const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv + i0;
-        for (; j < end; j++, vr += kv_v) {
+        const float *vr = v_row(V, j) + i0;
+        for (; j < end; j++, vr += V->stride) {
             __m256 p[PV_ROWS];
             UNROLL_ALL for (int a = 0; a < NA; a++)
                 p[a] = _mm256_broadcast_ss(pa[a] + (j - base));
@@ -263,16 +262,16 @@ TL_AVX2_INLINE void pv_tile(const attn_job *J, const fwd_token *tk, int32_t g, i
 
 #define PV_CASE(NA)                                                                  \
     switch (nv) {                                                                    \
-    case 1: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 1); break;               \
-    case 2: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 2); break;               \
-    case 3: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 3); break;               \
-    default: pv_tile(J, tk, g, j0, j1, pa, base, oa, i0, NA, 4); break;              \
+    case 1: pv_tile(V, j0, j1, pa, base, oa, i0, NA, 1); break;                      \
+    case 2: pv_tile(V, j0, j1, pa, base, oa, i0, NA, 2); break;                      \
+    case 3: pv_tile(V, j0, j1, pa, base, oa, i0, NA, 3); break;                      \
+    default: pv_tile(V, j0, j1, pa, base, oa, i0, NA, 4); break;                     \
     }
 
 /* pv_tile over every dim of the head: 32 at a time, then 8, then one by one. */
-TL_AVX2 static void pv_rows_from(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                                 const float *const *pa, int32_t base, float *const *oa, int na, int64_t i0) {
-    int64_t dv = J->m->layers[J->layer].head_dim_v;
+TL_AVX2 static void pv_rows_from(const v_rows *V, int32_t j0, int32_t j1, const float *const *pa, int32_t base,
+                                 float *const *oa, int na, int64_t i0) {
+    int64_t dv = V->dv;
     if (j1 <= j0)
         return;
     while (i0 + 8 <= dv) {
@@ -286,7 +285,7 @@ TL_AVX2 static void pv_rows_from(const attn_job *J, const fwd_token *tk, int32_t
         for (int a = 0; a < na; a++) {
             float acc = oa[a][i0];
             for (int32_t j = j0; j < j1; j++)
-                acc = fmaf(pa[a][j - base], kv_v_row(J->c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK)[g * dv + i0], acc);
+                acc = fmaf(pa[a][j - base], v_row(V, j)[i0], acc);
             oa[a][i0] = acc;
         }
 }
@@ -332,20 +331,16 @@ TL_AVX512 static void qk_rows512(const float *kt, int64_t dk, const float *const
     }
 }
 
-TL_AVX512_INLINE void pv_tile512(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                                 const float *const *pa, int32_t base, float *const *oa, int64_t i0, const int NA,
-                                 const int NV) {
-    const kv_cache *c = J->c;
-    const tl_layer_weights *w = &J->m->layers[J->layer];
-    int64_t dv = w->head_dim_v, kv_v = (int64_t)w->n_head_kv * w->head_dim_v;
+TL_AVX512_INLINE void pv_tile512(const v_rows *V, int32_t j0, int32_t j1, const float *const *pa, int32_t base,
+                                 float *const *oa, int64_t i0, const int NA, const int NV) {
     __m512 acc[PV_ROWS_512][4];
     UNROLL_ALL for (int a = 0; a < NA; a++)
         UNROLL_ALL for (int v = 0; v < NV; v++)
             acc[a][v] = _mm512_loadu_ps(oa[a] + i0 + 16 * v);
     for (int32_t j = j0; j < j1;) {
         int32_t blk_end = (j / TL_KV_BLOCK + 1) * TL_KV_BLOCK, end = blk_end < j1 ? blk_end : j1;
-        const float *vr = kv_v_row(c, tk->seq->path[j / TL_KV_BLOCK], J->layer, j % TL_KV_BLOCK) + g * dv + i0;
-        for (; j < end; j++, vr += kv_v) {
+        const float *vr = v_row(V, j) + i0;
+        for (; j < end; j++, vr += V->stride) {
             __m512 p[PV_ROWS_512];
             UNROLL_ALL for (int a = 0; a < NA; a++)
                 p[a] = _mm512_set1_ps(pa[a][j - base]);
@@ -363,17 +358,17 @@ TL_AVX512_INLINE void pv_tile512(const attn_job *J, const fwd_token *tk, int32_t
 
 #define PV_CASE512(NA)                                                               \
     switch (nv) {                                                                    \
-    case 1: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 1); break;            \
-    case 2: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 2); break;            \
-    case 3: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 3); break;            \
-    default: pv_tile512(J, tk, g, j0, j1, pa, base, oa, i0, NA, 4); break;           \
+    case 1: pv_tile512(V, j0, j1, pa, base, oa, i0, NA, 1); break;                   \
+    case 2: pv_tile512(V, j0, j1, pa, base, oa, i0, NA, 2); break;                   \
+    case 3: pv_tile512(V, j0, j1, pa, base, oa, i0, NA, 3); break;                   \
+    default: pv_tile512(V, j0, j1, pa, base, oa, i0, NA, 4); break;                  \
     }
 
 /* pv_rows on AVX-512, up to PV_ROWS_512 rows: 64 dims at a time, then 16;
  * what is left of the head (fewer than 16) as pv_rows_from takes it. */
-TL_AVX512 static void pv_rows512(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                                 const float *const *pa, int32_t base, float *const *oa, int na) {
-    int64_t dv = J->m->layers[J->layer].head_dim_v, i0 = 0;
+TL_AVX512 static void pv_rows512(const v_rows *V, int32_t j0, int32_t j1, const float *const *pa, int32_t base,
+                                 float *const *oa, int na) {
+    int64_t dv = V->dv, i0 = 0;
     if (j1 <= j0)
         return;
     while (i0 + 16 <= dv) {
@@ -389,7 +384,7 @@ TL_AVX512 static void pv_rows512(const attn_job *J, const fwd_token *tk, int32_t
         i0 += 16 * nv;
     }
     for (int a = 0; a < na && i0 < dv; a += PV_ROWS) /* pv_rows_from takes PV_ROWS rows at most */
-        pv_rows_from(J, tk, g, j0, j1, pa + a, base, oa + a, na - a < PV_ROWS ? na - a : PV_ROWS, i0);
+        pv_rows_from(V, j0, j1, pa + a, base, oa + a, na - a < PV_ROWS ? na - a : PV_ROWS, i0);
 }
 
 /* qk_rows or its 16-lane form (the same bits) */
@@ -399,10 +394,10 @@ TL_AVX2 static void qk_rows_any(int wide, const float *kt, int64_t dk, const flo
     else qk_rows(kt, dk, qa, sa, scale, na);
 }
 
-TL_AVX2 static void pv_rows(const attn_job *J, const fwd_token *tk, int32_t g, int32_t j0, int32_t j1,
-                            const float *const *pa, int32_t base, float *const *oa, int na) {
-    if (J->wide) pv_rows512(J, tk, g, j0, j1, pa, base, oa, na);
-    else pv_rows_from(J, tk, g, j0, j1, pa, base, oa, na, 0);
+TL_AVX2 static void pv_rows(int wide, const v_rows *V, int32_t j0, int32_t j1, const float *const *pa,
+                            int32_t base, float *const *oa, int na) {
+    if (wide) pv_rows512(V, j0, j1, pa, base, oa, na);
+    else pv_rows_from(V, j0, j1, pa, base, oa, na, 0);
 }
 
 /* o[0 .. n) *= a */
@@ -428,6 +423,7 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
     int32_t n_kv = w->n_head_kv, group = m->n_head / n_kv, rows_max = TILE * group;
     float *scores = J->scores + (size_t)thread * J->score_stride;
     float *mx_a = scores + (size_t)rows_max * CHUNK, *sum_a = mx_a + rows_max;
+    float *kbuf = scores + J->score_stride - J->dec_floats, *vbuf = kbuf + kv_k_scratch(dk);
     const float *qa[TILE * 64];
     float *sa[TILE * 64], *oa[TILE * 64];
     int32_t lo_a[TILE * 64], hi_a[TILE * 64];
@@ -460,7 +456,7 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
             /* scores: every K block of the chunk any row of the tile sees, read once */
             for (int32_t j0 = c0; j0 < c1 && j0 < jmax; j0 += TL_KV_BLOCK) {
                 if (j0 + TL_KV_BLOCK <= jmin) continue;
-                const float *kt = kv_k_block(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer) + (size_t)g * dk * TL_KV_BLOCK;
+                const float *kt = kv_k_view(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer, g, kbuf);
                 float *sj[QK_ROWS_512];
                 const float *qj[QK_ROWS_512];
                 int n = 0, n_max = J->wide ? QK_ROWS_512 : QK_ROWS;
@@ -520,6 +516,13 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
 #define CLAMP_HI(x) ((x) < v1 ? (x) : v1)
             for (int32_t v0 = c0; v0 < c1 && v0 < jmax; v0 += PV_SUB) {
                 int32_t v1 = v0 + PV_SUB;
+                /* the sub-chunk's V blocks that any row sees, decoded once */
+                v_rows V = {.j0 = v0, .dv = dv};
+                for (int32_t j0 = v0; j0 < v1 && j0 < jmax; j0 += TL_KV_BLOCK)
+                    if (j0 + TL_KV_BLOCK > jmin)
+                        V.blk[(j0 - v0) / TL_KV_BLOCK] =
+                            kv_v_view(J->c, tk->seq->path[j0 / TL_KV_BLOCK], J->layer, g,
+                                      vbuf + (size_t)(j0 - v0) * (size_t)dv, &V.stride);
                 const int pv_step = J->wide ? PV_ROWS_512 : PV_ROWS;
                 for (int a0 = 0; a0 < na; a0 += pv_step) {
                     int n = na - a0 < pv_step ? na - a0 : pv_step;
@@ -531,14 +534,14 @@ TL_AVX2 static void attention_tiles(void *arg, int64_t b, int64_t e, int thread)
                     const float *const *pa = (const float *const *)&sa[a0];
                     if (L >= H) {
                         for (int a = a0; a < a0 + n; a++)
-                            pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
+                            pv_rows(J->wide, &V, CLAMP_LO(lo_a[a]), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
                         continue;
                     }
                     for (int a = a0; a < a0 + n; a++)
-                        pv_rows(J, tk, g, CLAMP_LO(lo_a[a]), CLAMP_HI(L), &pa[a - a0], c0, &oa[a], 1);
-                    pv_rows(J, tk, g, CLAMP_LO(L), CLAMP_HI(H), pa, c0, &oa[a0], n);
+                        pv_rows(J->wide, &V, CLAMP_LO(lo_a[a]), CLAMP_HI(L), &pa[a - a0], c0, &oa[a], 1);
+                    pv_rows(J->wide, &V, CLAMP_LO(L), CLAMP_HI(H), pa, c0, &oa[a0], n);
                     for (int a = a0; a < a0 + n; a++)
-                        pv_rows(J, tk, g, CLAMP_LO(H), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
+                        pv_rows(J->wide, &V, CLAMP_LO(H), CLAMP_HI(hi_a[a]), &pa[a - a0], c0, &oa[a], 1);
                 }
             }
 #undef CLAMP_LO
@@ -581,6 +584,10 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     size_t threads = (size_t)tl_pool_size(pool);
     attn_job J = {.m = m, .c = c, .layer = layer, .p = *p, .toks = toks, .q = q, .out = out,
                   .out_stride = out_stride};
+    /* a K block of one kv head, and the V rows of PV_SUB positions (the
+     * portable path: of one block), decoded from the cache's types */
+    if (kv_decodes(c))
+        J.dec_floats = kv_k_scratch(w->head_dim_k) + (size_t)PV_SUB * (size_t)w->head_dim_v;
     /* items per pool chunk: enough work (~8K floats) that waking a thread pays */
     int64_t span = p->window > 0 && p->window < max_pos + 1 ? p->window + TL_KV_BLOCK : (int64_t)max_pos + 1;
     int64_t work = span * (w->head_dim_k + w->head_dim_v) * group;
@@ -590,7 +597,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
 #ifdef TL_ENGINE_AVX2
     if (tl_engine_simd() && group <= 64) {
         /* per thread: CHUNK scores, a max and a sum for each of a tile's TILE x group query rows */
-        J.score_stride = (size_t)TILE * (size_t)group * (CHUNK + 2);
+        J.score_stride = (size_t)TILE * (size_t)group * (CHUNK + 2) + J.dec_floats;
         if ((st = reserve(sc, J.score_stride * threads, (size_t)n_tok + 1, err)) != TL_OK)
             return st;
         int32_t n = 0;
@@ -606,7 +613,7 @@ tl_status tl_attention(tl_pool *pool, const tl_model *m, const kv_cache *c, int3
     }
 #endif
     /* per thread: the weights of a head group over max_pos + 1 positions */
-    J.score_stride = (((size_t)max_pos + 1) * (size_t)group + 15) & ~(size_t)15;
+    J.score_stride = ((((size_t)max_pos + 1) * (size_t)group + 15) & ~(size_t)15) + J.dec_floats;
     if ((st = reserve(sc, J.score_stride * threads, 0, err)) != TL_OK)
         return st;
     J.scores = sc->buf;

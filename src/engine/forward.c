@@ -205,12 +205,7 @@ static void qk_prepare_rows(void *arg, int64_t b, int64_t e, int thread) {
                 q[i] *= ts;
         }
         const fwd_token *tk = &P->toks[t];
-        const kv_node *nd = tk->seq->path[tk->pos / TL_KV_BLOCK];
-        int32_t row = tk->pos % TL_KV_BLOCK;
-        float *kt = kv_k_block(P->c, nd, P->layer);
-        for (int64_t i = 0; i < nk; i++)
-            kt[i * TL_KV_BLOCK + row] = k[i];
-        memcpy(kv_v_row(P->c, nd, P->layer, row), v, sizeof(float) * (size_t)nv);
+        kv_store_row(P->c, tk->seq->path[tk->pos / TL_KV_BLOCK], P->layer, tk->pos % TL_KV_BLOCK, k, v);
     }
 }
 

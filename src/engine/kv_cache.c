@@ -6,15 +6,50 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
+#include "engine/vec_avx2.h"
 #include "util/error.h"
 
-void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes) {
+size_t kv_row_bytes(tl_cache_type t, int64_t n) {
+    switch (t) {
+    case TL_CACHE_F16: return 2 * (size_t)n;
+    case TL_CACHE_Q8_0: return KV_Q8_BLOCK_BYTES * (((size_t)n + KV_Q8_BLOCK - 1) / KV_Q8_BLOCK);
+    default: return sizeof(float) * (size_t)n;
+    }
+}
+
+tl_status kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes, tl_cache_type type_k,
+                        tl_cache_type type_v, tl_error *err) {
     memset(c, 0, sizeof *c);
+    if (!tl_cache_type_name(type_k) || !tl_cache_type_name(type_v))
+        return tl_error_set(err, TL_ERR_INVALID, "KV cache types %d / %d: no such type",
+                            (int)type_k, (int)type_v);
+    c->layout = calloc(m->n_layer > 0 ? (size_t)m->n_layer : 1, sizeof *c->layout);
+    if (!c->layout)
+        return tl_error_set(err, TL_ERR_NOMEM, "out of memory for the KV cache layout");
     c->m = m;
-    c->block_floats = (size_t)TL_KV_BLOCK * (size_t)m->kv_floats;
-    c->node_bytes = sizeof(kv_node) + sizeof(float) * c->block_floats;
+    c->type_k = type_k;
+    c->type_v = type_v;
+#if defined(__x86_64__) && defined(__GNUC__)
+    c->simd_decode = tl_engine_simd() && __builtin_cpu_supports("f16c");
+#endif
+    size_t off = 0;
+    for (int32_t l = 0; l < m->n_layer; l++) {
+        const tl_layer_weights *w = &m->layers[l];
+        kv_layout *L = &c->layout[l];
+        int64_t nk = (int64_t)w->n_head_kv * w->head_dim_k, nv = (int64_t)w->n_head_kv * w->head_dim_v;
+        if (w->recurrent)
+            nk = nv = 0; /* a recurrent state instead of KV rows (rstate.c) */
+        L->k_row = kv_row_bytes(type_k, nk);
+        L->v_row = kv_row_bytes(type_v, nv);
+        L->k_off = off;
+        L->v_off = off + TL_KV_BLOCK * L->k_row;
+        off = L->v_off + TL_KV_BLOCK * L->v_row;
+    }
+    c->block_bytes = off;
+    c->node_bytes = sizeof(kv_node) + c->block_bytes;
     c->budget_bytes = budget_bytes;
     c->state_floats = (size_t)m->rstate_floats;
+    return TL_OK;
 }
 
 static void node_destroy(kv_node *nd) {
@@ -30,6 +65,7 @@ void kv_cache_free(kv_cache *c) {
     }
     free(c->nodes);
     free(c->root.children);
+    free(c->layout);
     memset(c, 0, sizeof *c);
 }
 
@@ -82,7 +118,7 @@ static kv_node *node_new(kv_cache *c, kv_node *parent, tl_error *err) {
     if (!nd)
         goto oom;
     /* zeroed: attention scores whole blocks, including rows not yet written */
-    nd->kv = calloc(c->block_floats, sizeof(float));
+    nd->kv = calloc(c->block_bytes ? c->block_bytes : 1, 1);
     if (!nd->kv)
         goto oom;
     if (c->n_nodes == c->cap_nodes) {
@@ -229,7 +265,7 @@ tl_status kv_seq_acquire(kv_cache *c, const int32_t *ids, int32_t n, kv_seq *s, 
             }
             s->first_new = s->n_path - 1;
             /* whole blocks (keys are transposed); rows >= l are overwritten before use */
-            memcpy(cp->kv, ch->kv, sizeof(float) * c->block_floats);
+            memcpy(cp->kv, ch->kv, c->block_bytes);
             memcpy(cp->tokens, ch->tokens, sizeof(int32_t) * (size_t)l);
             if (c->state_floats && (st = kv_rstate_copy(c, cp, ch, l, err)) != TL_OK)
                 return st; /* the caller's abort removes cp */

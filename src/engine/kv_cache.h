@@ -13,7 +13,10 @@
  *    by the caller) or with children is never evicted; the rest go least
  *    recently used first when the cache is over its byte budget.
  * Reuse is exact: a row is only ever read at the position it was computed
- * for, after exactly the tokens on its path. */
+ * for, after exactly the tokens on its path. Rows are stored in the cache's
+ * element types (tl_cache_type: F32, F16, Q8_0), encoded when written and
+ * decoded by every reader alike (kv_rows.c), so a row reads the same wherever
+ * it came from; node_bytes, and so the budget, count the encoded bytes. */
 #ifndef TL_ENGINE_KV_CACHE_H
 #define TL_ENGINE_KV_CACHE_H
 
@@ -21,6 +24,7 @@
 #include <stdint.h>
 
 #include "engine/model_internal.h"
+#include "typellm/model.h"
 
 #define TL_KV_BLOCK 16 /* attention.c scores a block as two 8-lane vectors */
 
@@ -44,17 +48,30 @@ struct kv_node {
     int32_t pins;
     size_t index;        /* in kv_cache.nodes */
     uint64_t last_used;  /* kv_cache.tick when last on a path */
-    float *kv;           /* per layer l { K: kv_k(l) x TL_KV_BLOCK (transposed), V: TL_KV_BLOCK x kv_v(l) } */
+    uint8_t *kv;         /* per layer (kv_layout): TL_KV_BLOCK K rows, then TL_KV_BLOCK V rows */
     kv_snap *snaps;      /* recurrent-state snapshots taken in this block, or NULL */
     int32_t n_snaps;
 };
+
+/* Where one layer's rows sit in a node's kv, in bytes. Keys of an F32 cache
+ * are stored transposed within the block (kv_k_block); every other region is
+ * TL_KV_BLOCK rows of k_row / v_row bytes, each row encoded in its cache type
+ * (tl_cache_type). Every region is a multiple of TL_KV_BLOCK * 2 bytes long,
+ * so F32 regions stay 4-byte aligned whatever precedes them. */
+typedef struct kv_layout {
+    size_t k_off, v_off;  /* from the start of nd->kv */
+    size_t k_row, v_row;  /* bytes of one token's row */
+} kv_layout;
 
 typedef struct kv_cache {
     kv_node root;        /* no tokens, no kv */
     kv_node **nodes;     /* every node but the root */
     size_t n_nodes, cap_nodes;
     const tl_model *m;   /* layer shapes (each layer has its own K / V row widths) */
-    size_t block_floats; /* TL_KV_BLOCK * the K + V row widths of all layers */
+    tl_cache_type type_k, type_v;
+    bool simd_decode;    /* decode F16 / Q8_0 rows with AVX2 + F16C (the same values: speed only) */
+    kv_layout *layout;   /* (m->n_layer) */
+    size_t block_bytes;  /* one node's kv: TL_KV_BLOCK K and V rows of every layer */
     size_t node_bytes;   /* what one node costs, counted against the budget */
     size_t budget_bytes;
     uint64_t tick;
@@ -79,22 +96,44 @@ typedef struct kv_seq {
     int32_t rsnap_pos;
 } kv_seq;
 
-void kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes);
+tl_status kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes, tl_cache_type type_k,
+                        tl_cache_type type_v, tl_error *err);
 void kv_cache_free(kv_cache *c);
 static inline size_t kv_cache_bytes(const kv_cache *c) { return c->n_nodes * c->node_bytes + c->snap_bytes; }
+/* Q8_0 rows: blocks of KV_Q8_BLOCK elements, each a half scale and as many int8 codes. */
+enum { KV_Q8_BLOCK = 32, KV_Q8_BLOCK_BYTES = 2 + KV_Q8_BLOCK };
+/* Bytes of one row of n elements encoded as t (Q8_0: whole blocks). */
+size_t kv_row_bytes(tl_cache_type t, int64_t n);
 
-/* Keys are stored transposed within a block, so attention scores a whole
- * block of rows with vector loads and no horizontal sums: element d of row r
- * of kv head g is at kv_k_block(...)[(g * head_dim + d) * TL_KV_BLOCK + r]. */
+/* ---- reading and writing rows (kv_rows.c) ---------------------------------- */
+
+/* F32 keys only: stored transposed within a block, so attention scores a
+ * whole block of rows with vector loads and no horizontal sums: element d of
+ * row r of kv head g is at kv_k_block(...)[(g * head_dim + d) * TL_KV_BLOCK + r]. */
 static inline float *kv_k_block(const kv_cache *c, const kv_node *nd, int32_t layer) {
-    return nd->kv + (size_t)TL_KV_BLOCK * (size_t)c->m->layers[layer].kv_off;
+    return (float *)(void *)(nd->kv + c->layout[layer].k_off);
 }
-/* Values are row-major: row r is the layer's kv_v floats, kv head after kv head. */
+/* F32 values only: row-major, row r is the layer's kv_v floats, kv head after kv head. */
 static inline float *kv_v_row(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t row) {
-    const tl_layer_weights *w = &c->m->layers[layer];
-    int64_t kk = (int64_t)w->n_head_kv * w->head_dim_k, vv = (int64_t)w->n_head_kv * w->head_dim_v;
-    return nd->kv + (size_t)TL_KV_BLOCK * (size_t)(w->kv_off + kk) + (size_t)row * (size_t)vv;
+    return (float *)(void *)(nd->kv + c->layout[layer].v_off + (size_t)row * c->layout[layer].v_row);
 }
+
+/* Stores the keys k (n_head_kv * head_dim_k) and values v of one token as row
+ * `row` of nd, encoded in the cache's types. Rows are independent: threads
+ * may store different rows of a node at once. */
+void kv_store_row(const kv_cache *c, kv_node *nd, int32_t layer, int32_t row, const float *k, const float *v);
+
+/* The keys of kv head g in the block, decoded and transposed as kv_k_block
+ * lays them out (element d of row r at [d * TL_KV_BLOCK + r]): a pointer into
+ * the node for F32 keys, else decoded into scratch (kv_k_scratch floats). */
+static inline size_t kv_k_scratch(int64_t head_dim_k) { return 2 * (size_t)TL_KV_BLOCK * (size_t)head_dim_k; }
+const float *kv_k_view(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t g, float *scratch);
+/* The values of kv head g in the block: row r at [r * *stride], decoded into
+ * scratch (TL_KV_BLOCK * head_dim_v floats) unless they are F32. */
+const float *kv_v_view(const kv_cache *c, const kv_node *nd, int32_t layer, int32_t g, float *scratch,
+                       int64_t *stride);
+/* Whether kv_k_view / kv_v_view decode (and so need their scratch). */
+static inline bool kv_decodes(const kv_cache *c) { return c->type_k != TL_CACHE_F32 || c->type_v != TL_CACHE_F32; }
 
 /* Finds the longest ready prefix of ids[0..n) and builds (pins) a path
  * covering all n positions: matched blocks, then a claimed or copied partial

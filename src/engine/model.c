@@ -544,7 +544,7 @@ static tl_status load_hparams(loader *L, tl_error *err) {
     if (m->arch == TL_ARCH_GPT_OSS && !window)
         return tl_error_set(err, TL_ERR_FORMAT, "%s: missing metadata key '%s.attention.sliding_window'", L->path,
                             m->arch_name);
-    m->max_q = m->max_kv_k = m->max_kv_v = m->kv_floats = 0;
+    m->max_q = m->max_kv_k = m->max_kv_v = 0;
     m->n_head_kv = 0;
     for (int32_t l = 0; l < m->n_layer; l++) {
         tl_layer_weights *w = &m->layers[l];
@@ -558,8 +558,6 @@ static tl_status load_hparams(loader *L, tl_error *err) {
                 vv = (int64_t)w->n_head_kv * w->head_dim_v;
         if (w->recurrent)
             k = vv = 0; /* a recurrent state instead of KV rows */
-        w->kv_off = m->kv_floats;
-        m->kv_floats += k + vv;
         if (q > m->max_q) m->max_q = q;
         if (k > m->max_kv_k) m->max_kv_k = k;
         if (vv > m->max_kv_v) m->max_kv_v = vv;

@@ -96,8 +96,6 @@ typedef struct tl_layer_weights {
     /* attention shape of this layer (gemma4 differs between window and global layers) */
     int32_t n_head_kv;
     int32_t head_dim_k, head_dim_v;
-    int64_t kv_off;               /* sum of the earlier layers' K + V row widths: this layer's K block
-                                     starts TL_KV_BLOCK * kv_off floats into a node, then its V rows */
     int32_t window;               /* keys at p0 <= pos - window are hidden; 0: full attention */
     int8_t rope, rope_long;       /* indices into tl_model.ropes (rope_long when the session's
                                      context exceeds the original one: LongRoPE); -1: no RoPE */
@@ -155,9 +153,8 @@ struct tl_model {
     float final_softcap;   /* logits -> c tanh(l / c); 0: none */
     float attn_temp_scale; /* q x (1 + attn_temp_scale ln(floor(pos / n_ctx_orig) + 1)); 0: none */
 
-    /* widest layer: sizes scratch and KV blocks */
+    /* widest layer: sizes scratch */
     int64_t max_q, max_kv_k, max_kv_v; /* floats per token */
-    int64_t kv_floats;     /* floats of one token's K and V rows over all layers */
 
     tl_matrix tok_embd;  /* n_vocab rows of n_embd */
     tl_matrix output;    /* n_embd -> n_vocab (tok_embd when tied) */

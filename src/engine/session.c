@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine/forward.h"
 #include "util/error.h"
@@ -50,6 +51,24 @@ typedef struct run_seq {
     int32_t hidden_row;
 } run_seq;
 
+static const char *const CACHE_TYPE_NAMES[] = {[TL_CACHE_F32] = "f32", [TL_CACHE_F16] = "f16",
+                                                [TL_CACHE_Q8_0] = "q8_0"};
+enum { N_CACHE_TYPES = sizeof CACHE_TYPE_NAMES / sizeof CACHE_TYPE_NAMES[0] };
+
+const char *tl_cache_type_name(tl_cache_type t) {
+    return (unsigned)t < N_CACHE_TYPES ? CACHE_TYPE_NAMES[t] : NULL;
+}
+
+tl_status tl_cache_type_parse(const char *name, tl_cache_type *out, tl_error *err) {
+    for (int i = 0; name && i < N_CACHE_TYPES; i++)
+        if (!strcasecmp(name, CACHE_TYPE_NAMES[i])) {
+            *out = (tl_cache_type)i;
+            return TL_OK;
+        }
+    return tl_error_set(err, TL_ERR_INVALID, "unknown KV cache type '%s' (allowed: " TL_CACHE_TYPE_NAMES ")",
+                        name ? name : "");
+}
+
 tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_session **out, tl_error *err) {
     *out = NULL;
     tl_session_params p = {0};
@@ -65,7 +84,11 @@ tl_status tl_session_new(const tl_model *m, const tl_session_params *params, tl_
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
     s->m = m;
     s->n_ctx = p.n_ctx ? p.n_ctx : m->n_ctx_train;
-    kv_cache_init(&s->cache, m, 0);
+    tl_status st = kv_cache_init(&s->cache, m, 0, p.cache_type_k, p.cache_type_v, err);
+    if (st != TL_OK) {
+        free(s);
+        return st;
+    }
     /* LongRoPE picks its factors by the context size, not the position (as llama.cpp does) */
     s->cache.rope_long = s->n_ctx > m->n_ctx_orig;
     size_t budget = p.cache_mb << 20;
@@ -108,6 +131,7 @@ const tl_model *tl_session_model(const tl_session *s) { return s->m; }
 void tl_session_flush(tl_session *s) { kv_cache_trim(&s->cache, 0); }
 size_t tl_session_cache_bytes(const tl_session *s) { return kv_cache_bytes(&s->cache); }
 size_t tl_session_cache_budget(const tl_session *s) { return s->cache.budget_bytes; }
+double tl_session_cache_token_bytes(const tl_session *s) { return (double)s->cache.node_bytes / TL_KV_BLOCK; }
 int tl_session_n_threads(const tl_session *s) { return tl_pool_size(s->pool); }
 
 size_t tl_session_cached_prefix(const tl_session *s, const int32_t *ids, size_t n) {

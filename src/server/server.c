@@ -82,7 +82,8 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     s->started_wall = time(NULL);
     s->metrics = metrics_new(server_n_routes());
     tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = s->n_ctx,
-                                       .extend_ctx = params->extend_ctx},
+                                       .extend_ctx = params->extend_ctx, .cache_type_k = params->cache_type_k,
+                                       .cache_type_v = params->cache_type_v},
                            .max_batch_seqs = 0 /* the backend default */,
                            .on_step = metrics_on_step, .on_step_ctx = s->metrics};
     sp.max_step_tokens = params->step_tokens;

@@ -28,6 +28,9 @@ expect_usage "--port: 70000 is out of range" serve -m "$M" --port 70000
 expect_usage "--threshold: 1.5 is out of range" decide -m "$M" --schema x.json --threshold 1.5
 expect_usage "unknown option '--bogus'" tokenize -m "$M" --bogus
 expect_usage "--json takes no value" generate -m "$M" -p Once --json=yes
+# llama.cpp's -ctk / -ctv (one dash, several letters), on the tables decide and serve share with others
+expect_usage "-ctk: 'q4': not a KV cache type (allowed: f32, f16, q8_0)" decide -m "$M" --schema x.json -ctk q4
+expect_usage "-ctv: 'bf16': not a KV cache type" serve -m "$M" -ctv=bf16
 expect_usage "-m needs a value" generate -m
 expect_usage "unexpected argument 'extra'" generate -m "$M" -p Once extra
 

@@ -12,7 +12,11 @@
  * 16-token tiles. On each path the output of a token must be bit-identical
  * whether it runs in one batch with every other token of both branches,
  * alone, or with 1 or 3 threads; and the AVX-512 path (16-lane steps) must
- * give the AVX2 path's bits. */
+ * give the AVX2 path's bits.
+ *
+ * Again with Q8_0 caches, and F16 keys beside F32 values: the reference then reads the decoded rows, which must lie
+ * within the format's rounding of the rows written (Q8_0: |x - q d| <= d / 2
+ * plus the half scale's own rounding, 127 d 2^-11; F16: half an ulp). */
 #include <math.h>
 #include <string.h>
 
@@ -39,21 +43,70 @@ typedef struct setup {
     float *sinks; /* (n_head) */
 } setup;
 
-/* Random K/V rows for positions [from, n) of seq s. */
-static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
-    const tl_layer_weights *w = &S->layer;
-    int64_t nk = (int64_t)w->n_head_kv * w->head_dim_k, nv = (int64_t)w->n_head_kv * w->head_dim_v;
-    for (int32_t p = from; p < n; p++) {
-        const kv_node *nd = s->path[p / TL_KV_BLOCK];
-        float *kt = kv_k_block(&S->c, nd, 0), *v = kv_v_row(&S->c, nd, 0, p % TL_KV_BLOCK);
-        for (int64_t i = 0; i < nk; i++)
-            kt[i * TL_KV_BLOCK + p % TL_KV_BLOCK] = urand();
-        for (int64_t i = 0; i < nv; i++)
-            v[i] = urand();
+/* The most |x - decoded x| may be for an element x of a row stored as t,
+ * amax the largest |x| of its Q8_0 block (32 elements of the row). */
+static double decode_bound(tl_cache_type t, double x, double amax) {
+    if (t == TL_CACHE_F16) /* half an ulp; subnormal halves are 2^-24 apart */
+        return fabs(x) * 0x1p-11 > 0x1p-25 ? fabs(x) * 0x1p-11 : 0x1p-25;
+    if (t == TL_CACHE_Q8_0)
+        return amax / 127 * (0.5 + 127 * 0x1p-11);
+    return 0;
+}
+
+/* Checks the decoded head rows of row r against the n-element row x written there. */
+static void check_decoded(tl_cache_type t, const float *x, int64_t n, int64_t dh, const float *got, int64_t dstride,
+                          int32_t g, const char *what) {
+    for (int64_t d = 0; d < dh; d++) {
+        int64_t i = g * dh + d, b0 = i / 32 * 32;
+        double amax = 0;
+        for (int64_t j = b0; j < b0 + 32 && j < n; j++)
+            amax = fabs(x[j]) > amax ? fabs(x[j]) : amax;
+        double err = fabs(x[i] - got[d * dstride]);
+        CHECKF(err <= decode_bound(t, x[i], amax), "%s %s element %lld: |%g - %g| = %g", tl_cache_type_name(t),
+               what, (long long)i, x[i], got[d * dstride], err);
     }
 }
 
-static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t dv) {
+/* Random K/V rows for positions [from, n) of seq s, stored and read back. */
+static void fill_rows(setup *S, const kv_seq *s, int32_t from, int32_t n) {
+    const tl_layer_weights *w = &S->layer;
+    int64_t dk = w->head_dim_k, dv = w->head_dim_v, nk = (int64_t)w->n_head_kv * dk, nv = (int64_t)w->n_head_kv * dv;
+    float *k = malloc(sizeof(float) * (size_t)(nk + nv)), *v = k + nk;
+    size_t scratch = kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv;
+    float *kbuf = malloc(sizeof(float) * scratch), *vbuf = kbuf + kv_k_scratch(dk);
+    float *alt = malloc(sizeof(float) * scratch);
+    for (int32_t p = from; p < n; p++) {
+        kv_node *nd = s->path[p / TL_KV_BLOCK];
+        int32_t r = p % TL_KV_BLOCK;
+        for (int64_t i = 0; i < nk; i++)
+            k[i] = urand();
+        for (int64_t i = 0; i < nv; i++)
+            v[i] = urand();
+        kv_store_row(&S->c, nd, 0, r, k, v);
+        for (int32_t g = 0; g < w->n_head_kv; g++) {
+            int64_t vs;
+            const float *kt = kv_k_view(&S->c, nd, 0, g, kbuf), *vr = kv_v_view(&S->c, nd, 0, g, vbuf, &vs);
+            check_decoded(S->c.type_k, k, nk, dk, kt + r, TL_KV_BLOCK, g, "key");
+            check_decoded(S->c.type_v, v, nv, dv, vr + r * vs, 1, g, "value");
+            if (S->c.simd_decode && kt == kbuf && vr == vbuf) { /* the portable decoders give the same values */
+                S->c.simd_decode = false;
+                kv_k_view(&S->c, nd, 0, g, alt);
+                kv_v_view(&S->c, nd, 0, g, alt + kv_k_scratch(dk), &vs);
+                S->c.simd_decode = true;
+                CHECKF(!memcmp(kbuf, alt, sizeof(float) * TL_KV_BLOCK * (size_t)dk) &&
+                           !memcmp(vbuf, alt + kv_k_scratch(dk), sizeof(float) * TL_KV_BLOCK * (size_t)dv),
+                       "K %s V %s: AVX2 and portable decoders differ", tl_cache_type_name(S->c.type_k),
+                       tl_cache_type_name(S->c.type_v));
+            }
+        }
+    }
+    free(k);
+    free(kbuf);
+    free(alt);
+}
+
+static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t dv, tl_cache_type tk,
+                       tl_cache_type tv) {
     memset(S, 0, sizeof *S);
     S->m.n_layer = 1;
     S->m.n_head = n_head;
@@ -63,19 +116,17 @@ static void setup_init(setup *S, int32_t n_head, int32_t n_head_kv, int32_t dk, 
     S->layer.n_head_kv = n_head_kv;
     S->layer.head_dim_k = dk;
     S->layer.head_dim_v = dv;
-    S->layer.kv_off = 0;
     S->m.layers = &S->layer;
-    S->m.kv_floats = (int64_t)n_head_kv * (dk + dv);
     S->m.max_kv_k = (int64_t)n_head_kv * dk;
     S->m.max_kv_v = (int64_t)n_head_kv * dv;
-    kv_cache_init(&S->c, &S->m, 0);
+    tl_error err = {0};
+    CHECKF(kv_cache_init(&S->c, &S->m, 0, tk, tv, &err) == TL_OK, "%s", err.msg);
     int32_t ids_a[N_A], ids_b[N_B];
     for (int i = 0; i < N_B; i++) {
         if (i < N_A)
             ids_a[i] = i < PREFIX ? 10 + i : 1000 + i;
         ids_b[i] = i < PREFIX ? 10 + i : 2000 + i;
     }
-    tl_error err = {0};
     CHECKF(kv_seq_acquire(&S->c, ids_a, N_A, &S->sa, &err) == TL_OK, "%s", err.msg);
     fill_rows(S, &S->sa, 0, N_A);
     kv_seq_commit(&S->c, &S->sa);
@@ -111,15 +162,17 @@ static void reference(const setup *S, const tl_attn_params *p, int t, double *ou
     int32_t group = m->n_head / m->n_head_kv, n = tk->pos + 1;
     int32_t lo = p->window > 0 && n - p->window > 0 ? n - p->window : 0;
     double *s = malloc(sizeof(double) * (size_t)n);
+    size_t scratch = kv_k_scratch(dk) + TL_KV_BLOCK * (size_t)dv;
+    float *kbuf = malloc(sizeof(float) * scratch), *vbuf = kbuf + kv_k_scratch(dk);
     for (int32_t h = 0; h < m->n_head; h++) {
         int32_t g = h / group;
         const float *q = S->q + (size_t)t * m->n_head * dk + (size_t)h * dk;
         double top = p->sinks ? p->sinks[h] : -INFINITY;
         for (int32_t j = lo; j < n; j++) {
-            const float *kt = kv_k_block(&S->c, tk->seq->path[j / TL_KV_BLOCK], 0);
+            const float *kt = kv_k_view(&S->c, tk->seq->path[j / TL_KV_BLOCK], 0, g, kbuf);
             double d = 0;
             for (int64_t i = 0; i < dk; i++)
-                d += (double)q[i] * kt[(g * dk + i) * TL_KV_BLOCK + j % TL_KV_BLOCK];
+                d += (double)q[i] * kt[i * TL_KV_BLOCK + j % TL_KV_BLOCK];
             d *= p->scale;
             if (p->softcap > 0)
                 d = p->softcap * tanh(d / p->softcap);
@@ -129,14 +182,17 @@ static void reference(const setup *S, const tl_attn_params *p, int t, double *ou
         double sum = p->sinks ? exp(p->sinks[h] - top) : 0.0;
         for (int32_t j = lo; j < n; j++)
             sum += (s[j] = exp(s[j] - top));
-        for (int64_t i = 0; i < dv; i++) {
-            double o = 0;
-            for (int32_t j = lo; j < n; j++)
-                o += s[j] / sum * kv_v_row(&S->c, tk->seq->path[j / TL_KV_BLOCK], 0, j % TL_KV_BLOCK)[g * dv + i];
-            out[h * dv + i] = o;
+        for (int64_t i = 0; i < dv; i++)
+            out[h * dv + i] = 0;
+        for (int32_t j = lo; j < n; j++) {
+            int64_t vs;
+            const float *vr = kv_v_view(&S->c, tk->seq->path[j / TL_KV_BLOCK], 0, g, vbuf, &vs);
+            for (int64_t i = 0; i < dv; i++)
+                out[h * dv + i] += s[j] / sum * vr[(j % TL_KV_BLOCK) * vs + i];
         }
     }
     free(s);
+    free(kbuf);
 }
 
 static void run(setup *S, const tl_attn_params *p, int threads, int t0, int n, float *out, int64_t stride) {
@@ -155,6 +211,7 @@ static void run(setup *S, const tl_attn_params *p, int threads, int t0, int n, f
 enum { N_CHECKS = 6 };
 static float *avx2_out[N_CHECKS];
 static int check_i;
+static char cache_desc[64]; /* "K q8_0 V f32 6x2 40/36": the setup being checked, for messages */
 
 static void check_params(setup *S, const char *isa, const char *what, const tl_attn_params *p) {
     const tl_model *m = &S->m;
@@ -165,11 +222,11 @@ static void check_params(setup *S, const char *isa, const char *what, const tl_a
     run(S, p, 3, 0, N_TOK, three, no);
     for (int t = 0; t < N_TOK; t++)
         run(S, p, 2, t, 1, alone + (size_t)t * no, no);
-    CHECKF(!memcmp(batch, three, bytes), "%s %s: 3 threads differ from 1", isa, what);
+    CHECKF(!memcmp(batch, three, bytes), "%s %s %s: 3 threads differ from 1", cache_desc, isa, what);
     int differ = 0;
     for (int t = 0; t < N_TOK; t++)
         differ += memcmp(batch + (size_t)t * no, alone + (size_t)t * no, sizeof(float) * (size_t)no) != 0;
-    CHECKF(differ == 0, "%s %s: %d tokens differ between the batch and running alone", isa, what, differ);
+    CHECKF(differ == 0, "%s %s %s: %d tokens differ between the batch and running alone", cache_desc, isa, what, differ);
     double *ref = malloc(sizeof(double) * (size_t)no), worst = 0;
     for (int t = 0; t < N_TOK; t++) {
         reference(S, p, t, ref);
@@ -179,15 +236,15 @@ static void check_params(setup *S, const char *isa, const char *what, const tl_a
         }
     }
     /* values are in [-1, 1]; float rounding of ~200-term sums stays near 1e-7 */
-    if (getenv("TL_TEST_VERBOSE")) fprintf(stderr, "%s %s: worst %g\n", isa, what, worst);
-    CHECKF(worst < 2e-6, "%s %s: max |out - reference| = %g", isa, what, worst);
+    if (getenv("TL_TEST_VERBOSE")) fprintf(stderr, "%s %s %s: worst %g\n", cache_desc, isa, what, worst);
+    CHECKF(worst < 2e-6, "%s %s %s: max |out - reference| = %g", cache_desc, isa, what, worst);
     int k = check_i++;
     if (k < N_CHECKS && !strcmp(isa, "avx2")) {
         free(avx2_out[k]);
         avx2_out[k] = malloc(bytes);
         memcpy(avx2_out[k], batch, bytes);
     } else if (k < N_CHECKS && !strcmp(isa, "avx512") && avx2_out[k]) {
-        CHECKF(!memcmp(avx2_out[k], batch, bytes), "avx512 %s: not the avx2 path's bits", what);
+        CHECKF(!memcmp(avx2_out[k], batch, bytes), "%s avx512 %s: not the avx2 path's bits", cache_desc, what);
     }
     free(ref);
     free(batch);
@@ -195,9 +252,12 @@ static void check_params(setup *S, const char *isa, const char *what, const tl_a
     free(three);
 }
 
-static void check_shape(int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t dv) {
+static void check_shape(int32_t n_head, int32_t n_head_kv, int32_t dk, int32_t dv, tl_cache_type tk,
+                        tl_cache_type tv) {
     setup S;
-    setup_init(&S, n_head, n_head_kv, dk, dv);
+    snprintf(cache_desc, sizeof cache_desc, "K %s V %s %dx%d %d/%d", tl_cache_type_name(tk), tl_cache_type_name(tv),
+             n_head, n_head_kv, dk, dv);
+    setup_init(&S, n_head, n_head_kv, dk, dv, tk, tv);
     const char *isas[] = {"scalar", "avx2", "avx512"};
     for (int i = 0; i < 3; i++) {
         if (!tl_kernels_force_isa(isas[i])) {
@@ -232,8 +292,15 @@ int main(void) {
     const char *best = tl_kernels_isa();
     char keep[16];
     snprintf(keep, sizeof keep, "%s", best);
-    check_shape(6, 2, 40, 36);
-    check_shape(14, 2, 64, 64);
+    /* both shapes exact and with Q8_0 keys and values (the first shape's rows,
+     * 80 and 72 wide, end with padded blocks and have heads straddling
+     * blocks); then F16 keys beside F32 values (a decoded and an in-place
+     * region in one node) */
+    check_shape(6, 2, 40, 36, TL_CACHE_F32, TL_CACHE_F32);
+    check_shape(14, 2, 64, 64, TL_CACHE_F32, TL_CACHE_F32);
+    check_shape(6, 2, 40, 36, TL_CACHE_Q8_0, TL_CACHE_Q8_0);
+    check_shape(14, 2, 64, 64, TL_CACHE_Q8_0, TL_CACHE_Q8_0);
+    check_shape(6, 2, 40, 36, TL_CACHE_F16, TL_CACHE_F32);
     tl_kernels_force_isa(keep);
     return TEST_DONE();
 }

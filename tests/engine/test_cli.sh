@@ -5,7 +5,10 @@
 #    text; logprobs within 5e-3 of the llama.cpp reference (which is itself
 #    3.7e-3 from an exact float64 pass) and within 1e-4 of forward64.py's float64;
 #  - logits tokenizes prompt files as the references did and prints their format;
-#  - bench --json has the documented keys.
+#  - bench --json has the documented keys; a Q8_0 cache (-ctk / --cache-type-v)
+#    costs 349 bytes per cached token where F32 costs 1289 (stories260k: 5
+#    layers of 64-wide K and V rows, a node's bookkeeping over 16 tokens);
+#    an unknown cache type is a usage error naming the flag and the types.
 set -euo pipefail
 BIN=${TL_BIN:?}
 FX=${TL_FIXTURES:?}
@@ -73,10 +76,21 @@ assert d['tokens'] == [1, 403, 407] and sorted(d['logits']) == ['1', '2']" || ba
 $PY -c "
 import json; d = json.load(open('$TMP/b.json'))
 assert set(d) == {'model','type','threads','prefill_tokens','prefill_tok_s','decode_tokens','decode_tok_s',
-                  'decode_bytes_per_token','decode_kv_bytes_per_token','decode_gb_s'}, d
+                  'decode_bytes_per_token','decode_kv_bytes_per_token','decode_gb_s',
+                  'cache_type_k','cache_type_v','kv_bytes_per_cached_token'}, d
 assert d['decode_bytes_per_token'] > 1000000 and 0 < d['decode_kv_bytes_per_token'] < d['decode_bytes_per_token'], d
-assert d['type'] == 'F32' and d['threads'] == 2 and d['prefill_tokens'] == 32 and d['decode_tok_s'] > 0" ||
+assert d['type'] == 'F32' and d['threads'] == 2 and d['prefill_tokens'] == 32 and d['decode_tok_s'] > 0
+assert d['cache_type_k'] == d['cache_type_v'] == 'f32' and d['kv_bytes_per_cached_token'] == 1289" ||
   bad "bench --json: $(cat "$TMP/b.json")"
+"$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 32 -n 8 --threads 2 --json -ctk q8_0 --cache-type-v=q8_0 \
+  >"$TMP/bq.json" || bad "bench q8_0"
+$PY -c "
+import json; d = json.load(open('$TMP/bq.json'))
+assert d['cache_type_k'] == d['cache_type_v'] == 'q8_0' and d['kv_bytes_per_cached_token'] == 349, d" ||
+  bad "bench --json q8_0: $(cat "$TMP/bq.json")"
+rc=0; "$BIN" generate --model "$FX/models/stories260k-f32.gguf" -p x -n 1 --cache-type-v q4_0 2>"$TMP/ct.err" || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--cache-type-v: 'q4_0': not a KV cache type (allowed: f32, f16, q8_0)" "$TMP/ct.err" ||
+  bad "unknown cache type: exit $rc, $(cat "$TMP/ct.err")"
 "$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 16 -n 4 | grep -q "| tg4 |" || bad "bench table"
 "$BIN" bench --model "$FX/models/stories260k-f32.gguf" -p 0 -n 4 --bandwidth 10 --json | grep -q '"bandwidth_gb_s":10.000,"decode_bandwidth_share":' ||
   bad "bench --bandwidth"
