@@ -1,6 +1,7 @@
 /* backend.c: the tl_backend_* wrappers of backend.h: argument checks that
  * every backend would otherwise repeat, then dispatch through the vtable. */
 #include "backend/backend.h"
+#include "backend/remote.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,17 @@ void tl_backend_capabilities(const tl_backend *b, tl_backend_caps *out) {
         out->flags |= TL_CAP_LOCAL_TOKENIZER;
     if (b->chat_template)
         out->flags |= TL_CAP_CHAT_TEMPLATE;
+}
+
+static bool is_remote(const tl_backend *b) {
+    return b && (!strcmp(b->ops->kind, "sglang") || !strcmp(b->ops->kind, "llamacpp") || !strcmp(b->ops->kind, "vllm"));
+}
+
+tl_status tl_backend_remote_set_limits(tl_backend *b, const tl_call_limits *limits, tl_error *err) {
+    if (!is_remote(b))
+        return tl_error_set(err, TL_ERR_INVALID, "backend: %s is not a remote backend", tl_backend_kind(b));
+    tl_remote_set_limits(tl_remote_of(b), limits);
+    return TL_OK;
 }
 
 tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out, tl_error *err) {
