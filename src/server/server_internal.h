@@ -384,7 +384,10 @@ size_t server_n_routes(void);
 bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);
 void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 
-/* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
+/* Tokens of text[0..n) (no BOS, special-token text not parsed); upstream
+ * without a tokenizer here, only the lower bound below (the server is not
+ * asked before the request holds a slot: the decision's own tokenizing meets
+ * the upstream's context limit). When the
  * byte length alone proves it exceeds --max-tokens (n / the vocabulary's
  * longest token), returns TL_ERR_LIMIT with *n_tok = that lower bound and
  * does not tokenize, so an oversized text costs no tokenizer memory. */
