@@ -1,7 +1,9 @@
 /* typellm/server.h: typellm's HTTP server (`typellm serve`): OpenAI's API
  * (/v1/decisions, /v1/chat/completions, /v1/completions, /v1/models), the
  * SGLang native API (/generate, /tokenize, ...), the System One decision API
- * (/v1/systemone) and /v1/decide, over one loaded model.
+ * (/v1/systemone) and /v1/decide, over one loaded model (tl_server_new), or
+ * as a decision front end for an engine already running elsewhere
+ * (tl_server_new_upstream).
  *
  * Threads: libmicrohttpd runs one thread per connection (so a slow client
  * only holds its own thread); the model runs behind one shared batching
