@@ -94,6 +94,20 @@ static tl_status server_vocab_setup(tl_server *s, tl_error *err) {
     return st ? tl_error_wrap(err, "server: --chat-template") : TL_OK;
 }
 
+/* The last step of both constructors: after st (the model's or the
+ * upstream's setup), the Files and Batch API's store (--data-dir, which may
+ * resume batches and so needs the backend); *out = s, or s freed. */
+static tl_status server_finish(tl_server *s, tl_status st, tl_server **out, tl_error *err) {
+    if (st == TL_OK && s->p.data_dir)
+        st = batch_store_open(s, err);
+    if (st != TL_OK) {
+        tl_server_free(s);
+        return st;
+    }
+    *out = s;
+    return TL_OK;
+}
+
 tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err) {
     *out = NULL;
     if (!m)
@@ -114,14 +128,7 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     sp.max_step_tokens = params->step_tokens;
     if (st == TL_OK)
         st = tl_backend_shared_new(m, &sp, &s->shared, err);
-    if (st == TL_OK && params->data_dir)
-        st = batch_store_open(s, err);
-    if (st != TL_OK) {
-        tl_server_free(s);
-        return st;
-    }
-    *out = s;
-    return TL_OK;
+    return server_finish(s, st, out, err);
 }
 
 tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_server_params *params, tl_server **out,
@@ -145,14 +152,7 @@ tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_serv
         s->n_ctx = tl_backend_n_ctx(b);
         st = server_vocab_setup(s, err);
     }
-    if (st == TL_OK && params->data_dir)
-        st = batch_store_open(s, err);
-    if (st != TL_OK) {
-        tl_server_free(s);
-        return st;
-    }
-    *out = s;
-    return TL_OK;
+    return server_finish(s, st, out, err);
 }
 
 void tl_server_free(tl_server *s) {
