@@ -51,8 +51,9 @@ tl_status upstream_pool_new(const tl_remote_params *rp, size_t cap, upstream_poo
     p->idle = calloc(p->cap, sizeof *p->idle);
     tl_status st = p->idle && (p->url || !rp->conn.base_url) ? TL_OK
                                                              : tl_error_set(err, TL_ERR_NOMEM, "upstream: out of memory");
-    if (!st)
-        st = tl_backend_remote_new(&p->params, &p->first, err);
+    if (!st && (st = tl_backend_remote_new(&p->params, &p->first, err)) != TL_OK)
+        tl_error_wrap(err, "upstream %s%s", rp->conn.base_url,
+                      rp->engine == TL_ENGINE_AUTO ? " (engine auto: asked as llama.cpp's server first)" : "");
     if (st) {
         upstream_pool_free(p);
         return st;
