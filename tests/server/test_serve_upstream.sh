@@ -7,7 +7,8 @@
 # /v1/systemone and /v1/decisions answers equal the engine's own (values
 # identical, probabilities within 1e-6 and log-probabilities within 1e-6 relative:
 # SGLang's logprobs cross the wire as float32), also from 8 concurrent requests
-# (one upstream connection each); /health, /v1/models, /metrics and the
+# (one upstream connection each) and the Batch API's output lines (OpenAI's
+# SDK); /health, /v1/models, /metrics and the
 # playground answer; what needs the local model answers 501 naming the
 # upstream engine. Failures: an upstream down at start is an error naming it
 # (exit 1); a request past --timeout while the upstream hangs is 504; an
@@ -19,7 +20,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 m="$TL_FIXTURES/models/qwen2-d64-q8_0.gguf"
 start_server --model "$m" --threads 1 --chat-template chatml --api-key eng-key --quiet
 EPID=$SERVER_PID EURL="http://127.0.0.1:$PORT"
-start_server --upstream "$EURL" --upstream-key eng-key --tokenizer "$m" --chat-template chatml --api-key front-key --quiet
+start_server --upstream "$EURL" --upstream-key eng-key --tokenizer "$m" --chat-template chatml --api-key front-key --quiet \
+  --data-dir "$SCRATCH/front-data"
 FPID=$SERVER_PID FURL="http://127.0.0.1:$PORT"
 start_server --upstream "$EURL" --engine vllm --upstream-key eng-key --tokenizer "$m" --chat-template chatml --quiet
 VPID=$SERVER_PID VURL="http://127.0.0.1:$PORT"
@@ -101,6 +103,8 @@ sdk="$TL_SRC/tests/sdk"
 source "$sdk/npm_install.sh"
 if sdk_install openai; then
   (cd "$sdk" && node openai_upstream_check.mjs "$EURL" eng-key "$FURL" front-key 1e-7)
+  # the Batch API over the front end: each output line the answers a direct decisions.create gives
+  (cd "$sdk" && node openai_batch_check.mjs "$FURL" front-key run 6)
 fi
 
 # The other routes: what works, and what needs the model here (501, naming the upstream).
