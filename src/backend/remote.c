@@ -367,7 +367,8 @@ void tl_remote_backend_free(tl_backend *b) {
 }
 
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
-                                const tl_sglang_params *p, tl_backend **out, tl_error *err) {
+                                const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
+                                tl_error *err) {
     *out = NULL;
     if (!p)
         return tl_error_set(err, TL_ERR_INVALID, "%s: no parameters", engine);
@@ -382,6 +383,8 @@ tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, c
     b->impl = im;
     tl_status st = tl_remote_init(&im->rem, engine, generate_path, p->base_url, p->api_key, p->timeout_s,
                                   p->max_retries, &b->requests, err);
+    if (!st)
+        tl_remote_set_limits(&im->rem, limits);
     if (st)
         tl_remote_backend_free(b);
     else

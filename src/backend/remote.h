@@ -80,9 +80,11 @@ typedef struct tl_remote_impl {
     char *version;
 } tl_remote_impl;
 /* A new backend of ops with a tl_remote_impl, its connection set up from p
- * (nothing asked of the server yet); on failure nothing is left allocated. */
+ * and limits (NULL: none; tl_remote_set_limits) (nothing asked of the server
+ * yet); on failure nothing is left allocated. */
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
-                                const tl_sglang_params *p, tl_backend **out, tl_error *err);
+                                const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
+                                tl_error *err);
 /* Frees a backend whose impl is a tl_remote_impl. */
 void tl_remote_backend_free(tl_backend *b);
 

@@ -6,11 +6,12 @@
  * A remote backend is one connection, used by one thread at a time
  * (backend.h), and the server answers from many request threads at once: it
  * keeps a pool of backends. A request takes an idle one, or makes one (the
- * engine already known, so nothing is probed twice), or, when `cap` are in
- * use, waits for one until its deadline; it sets its deadline and
- * cancellation on the backend (tl_backend_remote_set_limits) and gives it
- * back. The upstream engine batches the requests of the pool's connections
- * as it batches any clients'.
+ * engine already known, so its detection is not repeated; the constructor's
+ * own requests run under the request's deadline), or, when `cap` are in use,
+ * waits for one until its deadline; it sets its deadline and cancellation on
+ * the backend (tl_backend_remote_set_limits) and gives it back. The upstream
+ * engine batches the requests of the pool's connections as it batches any
+ * clients'.
  *
  * Invariants: made <= cap; every backend made is in idle[] or held by one
  * request; the first backend (the probe, whose names and capabilities the
@@ -109,7 +110,7 @@ tl_status upstream_acquire(upstream_pool *p, const sched_wait *w, tl_backend **o
         b = p->idle[--p->n_idle];
     pthread_mutex_unlock(&p->mu);
     tl_status st = TL_OK;
-    if (make && (st = tl_backend_remote_new(&p->params, &b, err)) != TL_OK) {
+    if (make && (st = tl_backend_remote_new_limited(&p->params, w, &b, err)) != TL_OK) {
         pthread_mutex_lock(&p->mu);
         p->made--;
         pthread_cond_signal(&p->freed);

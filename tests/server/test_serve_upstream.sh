@@ -130,22 +130,28 @@ port=$(free_port)
 rc=0; timeout 30 "$TL_BIN" serve --port 0 --upstream "http://127.0.0.1:$port" >/dev/null 2>"$SCRATCH/err" || rc=$?
 [ "$rc" = 1 ] && grep -q "127.0.0.1:$port" "$SCRATCH/err" ||
   { echo "an unreachable upstream at start: exit 1 naming it (rc $rc): $(cat "$SCRATCH/err")"; exit 1; }
-# A hung upstream: the request's deadline (--timeout 2) answers 504; a second request meanwhile is 429 (--max-queue 1).
-start_server --upstream "$EURL" --upstream-key eng-key --chat-template chatml --timeout 2 --max-queue 1 --quiet
+# A hung upstream: the request's deadline (--timeout 2) answers 504, for a request on the open
+# connection and for one that must open a second (its probes run under the deadline too); a
+# third request meanwhile is 429 (--max-queue 2).
+start_server --upstream "$EURL" --upstream-key eng-key --chat-template chatml --timeout 2 --max-queue 2 --quiet
 FPID=$SERVER_PID FURL="http://127.0.0.1:$PORT"
 body='{"context":"Checkout is down.","schema":{"type":"object","properties":{"outage":{"type":"boolean"}}}}'
 kill -STOP "$EPID"
 t0=$(date +%s.%N)
-curl -s -o "$SCRATCH/hung" -w '%{http_code}' --max-time 20 "$FURL/v1/decide" -d "$body" >"$SCRATCH/hung.code" &
-c1=$!
+for i in 1 2; do
+  curl -s -o "$SCRATCH/hung$i" -w '%{http_code}' --max-time 20 "$FURL/v1/decide" -d "$body" >"$SCRATCH/hung$i.code" &
+  eval "c$i=\$!"
+done
 sleep 0.5
-[ "$(code "$FURL/v1/decide" -d "$body")" = 429 ] || { echo "a second request over --max-queue 1 should be 429"; kill -CONT "$EPID"; exit 1; }
-wait "$c1" || true
+[ "$(code "$FURL/v1/decide" -d "$body")" = 429 ] || { echo "a third request over --max-queue 2 should be 429"; kill -CONT "$EPID"; exit 1; }
+wait "$c1" "$c2" || true
 t1=$(date +%s.%N)
 kill -CONT "$EPID"
-[ "$(cat "$SCRATCH/hung.code")" = 504 ] && grep -q "$EURL" "$SCRATCH/hung" ||
-  { echo "a hung upstream past --timeout should be 504 naming it: $(cat "$SCRATCH/hung.code") $(cat "$SCRATCH/hung")"; exit 1; }
-python3 -c "import sys; d = $t1 - $t0; print(f'hung upstream: 504 after {d:.1f} s (--timeout 2)'); sys.exit(d > 6)"
+for i in 1 2; do
+  [ "$(cat "$SCRATCH/hung$i.code")" = 504 ] && grep -q "$EURL" "$SCRATCH/hung$i" ||
+    { echo "a hung upstream past --timeout should be 504 naming it: $(cat "$SCRATCH/hung$i.code") $(cat "$SCRATCH/hung$i")"; exit 1; }
+done
+python3 -c "import sys; d = $t1 - $t0; print(f'hung upstream: both 504 after {d:.1f} s (--timeout 2)'); sys.exit(d > 6)"
 [ "$(code "$FURL/v1/decide" -d "$body")" = 200 ] || { echo "the front end recovers with its upstream: $(cat "$SCRATCH/body")"; exit 1; }
 # The upstream killed mid-request: 502 naming it, in bounded time.
 stop_server "$FPID"
