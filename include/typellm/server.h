@@ -86,7 +86,7 @@ TL_API tl_status tl_server_new(const tl_model *m, const tl_server_params *params
  * requests each use their own connection (at most max_queue), under their
  * deadline and cancellation. What needs the model's full logits here
  * (/generate, chat and text completions, /tokenize, /flush_cache,
- * /model_info, /health_generate) answers 501 in its API's dialect naming the
+ * /model_info) answers 501 in its API's dialect naming the
  * upstream engine and the capability it lacks. params->n_threads, cache_mb,
  * n_ctx, extend_ctx and step_tokens do not apply. */
 TL_API tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_server_params *params,

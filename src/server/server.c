@@ -308,17 +308,21 @@ typedef struct route {
     bool local_model; /* needs the local model's logits or session: 501 over an upstream engine */
 } route;
 
-static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
-    (void)s;
-    (void)req;
+void reply_health_ok(tl_http_reply *r) {
     r->status = 200;
     r->content_type = "text/plain";
     tl_strbuf_clear(&r->body);
 }
 
+static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    (void)s;
+    (void)req;
+    reply_health_ok(r);
+}
+
 static const route routes[] = {
     {"GET", "/health", handle_health, DIALECT_SGLANG, false},
-    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG, true},
+    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG, false},
     {"POST", "/generate", handle_generate, DIALECT_SGLANG, true},
     {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG, true},
     {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG, true},

@@ -59,6 +59,9 @@ const char *upstream_pool_url(const upstream_pool *p);
  * back with upstream_release. */
 tl_status upstream_acquire(upstream_pool *p, const sched_wait *w, tl_backend **out, tl_error *err);
 void upstream_release(upstream_pool *p, tl_backend *b);
+/* The engine computes: one candidate scored after one token under w
+ * (/health_generate). */
+tl_status upstream_check(upstream_pool *p, const sched_wait *w, tl_error *err);
 
 /* ---- the server ---------------------------------------------------------- */
 
@@ -107,6 +110,8 @@ void tl_server_stream_done(tl_server *s);
 /* What every reply and stream event prints: util's tl_json_dumps (reals in
  * their shortest exact form). Caller frees. */
 static inline char *server_json_dumps(const json_t *j, size_t flags) { return tl_json_dumps(j, flags); }
+/* 200 with an empty text/plain body (/health, /health_generate). */
+void reply_health_ok(tl_http_reply *r);
 /* Serializes j (stolen) as the body with status. */
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */

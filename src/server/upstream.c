@@ -122,6 +122,19 @@ tl_status upstream_acquire(upstream_pool *p, const sched_wait *w, tl_backend **o
     return TL_OK;
 }
 
+tl_status upstream_check(upstream_pool *p, const sched_wait *w, tl_error *err) {
+    tl_backend *b = NULL;
+    tl_status st = upstream_acquire(p, w, &b, err);
+    if (st)
+        return st;
+    int32_t id = 0; /* a valid id in every vocabulary: one position's forward pass */
+    double lp = 0;
+    tl_score_req q = {.ids = &id, .n = 1, .cands = &id, .n_cands = 1, .logprobs = &lp};
+    st = tl_backend_score(b, &q, 1, NULL, err);
+    upstream_release(p, b);
+    return st;
+}
+
 void upstream_release(upstream_pool *p, tl_backend *b) {
     if (!b)
         return;

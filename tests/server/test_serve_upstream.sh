@@ -9,7 +9,8 @@
 # SGLang's logprobs cross the wire as float32), also from 8 concurrent requests
 # (one upstream connection each) and the Batch API's output lines (OpenAI's
 # SDK); /health, /v1/models, /metrics and the
-# playground answer; what needs the local model answers 501 naming the
+# playground answer, /health_generate asks the engine (200, 503 once it is
+# gone); what needs the local model answers 501 naming the
 # upstream engine. Failures: an upstream down at start is an error naming it
 # (exit 1); a request past --timeout while the upstream hangs is 504; an
 # upstream killed mid-request is 502 naming it, in bounded time; --max-queue
@@ -110,6 +111,7 @@ fi
 # The other routes: what works, and what needs the model here (501, naming the upstream).
 code() { curl -s -o "$SCRATCH/body" -w '%{http_code}' -H "Authorization: Bearer front-key" "$@"; }
 [ "$(code "$FURL/health")" = 200 ] || { echo "/health should answer 200"; exit 1; }
+[ "$(code "$FURL/health_generate")" = 200 ] || { echo "/health_generate should answer 200: $(cat "$SCRATCH/body")"; exit 1; }
 [ "$(code "$FURL/v1/models")" = 200 ] && grep -q "sglang server at $EURL" "$SCRATCH/body" ||
   { echo "/v1/models should name the model and the upstream: $(cat "$SCRATCH/body")"; exit 1; }
 [ "$(code "$FURL/")" = 200 ] && grep -qi "<html" "$SCRATCH/body" || { echo "the playground page should answer"; exit 1; }
@@ -168,5 +170,7 @@ t1=$(date +%s.%N)
 [ "$(cat "$SCRATCH/dead.code")" = 502 ] && grep -q "$EURL" "$SCRATCH/dead" ||
   { echo "an upstream killed mid-request should be 502 naming it: $(cat "$SCRATCH/dead.code") $(cat "$SCRATCH/dead")"; exit 1; }
 python3 -c "import sys; d = $t1 - $t0; print(f'killed upstream: 502 after {d:.1f} s'); sys.exit(d > 10)"
+[ "$(code "$FURL/health_generate")" = 503 ] && grep -q "$EURL" "$SCRATCH/body" ||
+  { echo "/health_generate with the engine gone should be 503 naming it: $(cat "$SCRATCH/body")"; exit 1; }
 stop_server "$FPID"
 echo "test_serve_upstream: ok"
