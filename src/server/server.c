@@ -151,6 +151,12 @@ tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_serv
         s->n_vocab = tl_backend_n_vocab(b);
         s->n_ctx = tl_backend_n_ctx(b);
         st = server_vocab_setup(s, err);
+        if (!st && !(caps.flags & TL_CAP_CHAT_TEMPLATE) && !s->p.chat_template && !s->p.chat_template_jinja &&
+            s->p.log) /* said once here rather than only in each refused request */
+            fprintf(s->p.log,
+                    "typellm serve: the %s sends no chat template: chat-style decisions are refused (422) until "
+                    "--chat-template NAME|FILE or --tokenizer M.gguf names one; record-style ones work\n",
+                    s->upstream_desc);
     }
     return server_finish(s, st, out, err);
 }
