@@ -85,8 +85,8 @@ TL_API tl_status tl_server_new(const tl_model *m, const tl_server_params *params
  * this call's error (TL_ERR_NETWORK, TL_ERR_UNSUPPORTED...). Concurrent
  * requests each use their own connection (at most max_queue), under their
  * deadline and cancellation. What needs the model's full logits here
- * (/generate, chat and text completions, /tokenize, /flush_cache,
- * /model_info) answers 501 in its API's dialect naming the
+ * (/generate, chat and text completions, /flush_cache, /model_info;
+ * /tokenize and /detokenize without a tokenizer GGUF here) answers 501 in its API's dialect naming the
  * upstream engine and the capability it lacks. params->n_threads, cache_mb,
  * n_ctx, extend_ctx and step_tokens do not apply. */
 TL_API tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_server_params *params,

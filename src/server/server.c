@@ -306,12 +306,20 @@ typedef enum route_dialect {
     DIALECT_OPENAI   /* {"error":{"message","type","param","code"}} */
 } route_dialect;
 
+/* What a route needs here beyond the server: over an upstream engine a
+ * route whose need is not met answers 501. */
+typedef enum route_needs {
+    NEEDS_NOTHING,
+    NEEDS_VOCAB, /* the model's tokenizer (the model's, or upstream --tokenizer) */
+    NEEDS_MODEL  /* the local model's logits or session */
+} route_needs;
+
 typedef struct route {
     const char *method; /* NULL: GET or POST */
     const char *path;
     void (*handler)(tl_server *s, const tl_http_request *req, tl_http_reply *r);
     route_dialect dialect;
-    bool local_model; /* needs the local model's logits or session: 501 over an upstream engine */
+    route_needs needs;
 } route;
 
 void reply_health_ok(tl_http_reply *r) {
@@ -327,27 +335,27 @@ static void handle_health(tl_server *s, const tl_http_request *req, tl_http_repl
 }
 
 static const route routes[] = {
-    {"GET", "/health", handle_health, DIALECT_SGLANG, false},
-    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG, false},
-    {"POST", "/generate", handle_generate, DIALECT_SGLANG, true},
-    {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG, true},
-    {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG, true},
-    {"POST", "/detokenize", handle_detokenize, DIALECT_SGLANG, true},
-    {"POST", "/v1/detokenize", handle_detokenize, DIALECT_SGLANG, true},
-    {"GET", "/model_info", handle_model_info, DIALECT_SGLANG, true},
-    {"GET", "/get_model_info", handle_model_info, DIALECT_SGLANG, true},
-    {NULL, "/flush_cache", handle_flush_cache, DIALECT_SGLANG, true},
-    {"POST", "/v1/systemone", handle_systemone, DIALECT_FASTAPI, false},
-    {"GET", "/v1/models", handle_models, DIALECT_FASTAPI, false},
-    {"POST", "/v1/decide", handle_decide, DIALECT_FASTAPI, false},
-    {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI, false},
-    {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI, true},
-    {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI, true},
-    {"GET", "/", handle_ui_page, DIALECT_SGLANG, false},
-    {"GET", "/ui/app.js", handle_ui_script, DIALECT_SGLANG, false},
-    {"GET", "/ui/style.css", handle_ui_style, DIALECT_SGLANG, false},
-    {"GET", "/ui/examples.json", handle_ui_examples, DIALECT_SGLANG, false},
-    {"GET", "/metrics", handle_metrics, DIALECT_SGLANG, false},
+    {"GET", "/health", handle_health, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"POST", "/generate", handle_generate, DIALECT_SGLANG, NEEDS_MODEL},
+    {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/detokenize", handle_detokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/v1/detokenize", handle_detokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"GET", "/model_info", handle_model_info, DIALECT_SGLANG, NEEDS_MODEL},
+    {"GET", "/get_model_info", handle_model_info, DIALECT_SGLANG, NEEDS_MODEL},
+    {NULL, "/flush_cache", handle_flush_cache, DIALECT_SGLANG, NEEDS_MODEL},
+    {"POST", "/v1/systemone", handle_systemone, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"GET", "/v1/models", handle_models, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"POST", "/v1/decide", handle_decide, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI, NEEDS_NOTHING},
+    {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI, NEEDS_MODEL},
+    {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI, NEEDS_MODEL},
+    {"GET", "/", handle_ui_page, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/app.js", handle_ui_script, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/style.css", handle_ui_style, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/examples.json", handle_ui_examples, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/metrics", handle_metrics, DIALECT_SGLANG, NEEDS_NOTHING},
 };
 
 size_t server_n_routes(void) { return sizeof routes / sizeof routes[0]; }
@@ -389,18 +397,20 @@ static void reply_too_large(tl_http_reply *r, route_dialect d, size_t limit) {
         reply_sglang_error(r, 413, fmt, limit);
 }
 
-/* 501 for a route that needs the model here, over an upstream engine. */
+/* 501 for a route whose need (route_needs) is not met over an upstream engine. */
 static void reply_upstream_unsupported(const tl_server *s, tl_http_reply *r, const route *rt) {
-    const char *fmt = "%s: this server is a decision front end for the %s, which gives no full-vocabulary logits "
-                      "(capability full_logits): it answers /v1/decide, /v1/decisions and /v1/systemone; send %s "
-                      "to the engine itself";
+    const char *why = rt->needs == NEEDS_VOCAB
+                          ? "which needs the model's tokenizer here: start this server with --tokenizer M.gguf, or"
+                          : "which gives no full-vocabulary logits (capability full_logits): this server answers "
+                            "/v1/decide, /v1/decisions and /v1/systemone;";
+    const char *fmt = "%s: this server is a decision front end for the %s, %s send %s to the engine itself";
     if (rt->dialect == DIALECT_OPENAI)
         reply_openai_error(r, 501, "invalid_request_error", NULL, "unsupported_by_upstream", fmt, rt->path,
-                           s->upstream_desc, rt->path);
+                           s->upstream_desc, why, rt->path);
     else if (rt->dialect == DIALECT_FASTAPI)
-        reply_typed_error(r, 501, "unsupported_by_upstream", fmt, rt->path, s->upstream_desc, rt->path);
+        reply_typed_error(r, 501, "unsupported_by_upstream", fmt, rt->path, s->upstream_desc, why, rt->path);
     else
-        reply_sglang_error(r, 501, fmt, rt->path, s->upstream_desc, rt->path);
+        reply_sglang_error(r, 501, fmt, rt->path, s->upstream_desc, why, rt->path);
 }
 
 void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
@@ -422,7 +432,7 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             break;
         }
     }
-    static const route files_batches = {NULL, "", handle_files_batches, DIALECT_OPENAI, false};
+    static const route files_batches = {NULL, "", handle_files_batches, DIALECT_OPENAI, NEEDS_NOTHING};
     if (!rt && files_batches_path(path))
         rt = &files_batches; /* ids in the path: the handler routes by method and path */
     bool fastapi = !strncmp(path, "/v1/", 4);
@@ -464,7 +474,7 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             reply_sglang_error(r, 503, "%s", msg);
         return;
     }
-    if (rt->local_model && s->upstream) {
+    if (s->upstream && (rt->needs == NEEDS_MODEL || (rt->needs == NEEDS_VOCAB && !s->vocab))) {
         reply_upstream_unsupported(s, r, rt);
         return;
     }

@@ -1058,8 +1058,9 @@ void handle_tokenize(tl_server *s, const tl_http_request *req, tl_http_reply *r)
         json_array_append_new(tokens, l);
         json_array_append_new(counts, json_integer((json_int_t)nid));
     }
-    reply_json(r, 200, json_pack("{s:O,s:O,s:i}", "tokens", list ? tokens : json_array_get(tokens, 0), "count",
-                                 list ? counts : json_array_get(counts, 0), "max_model_len", s->n_ctx));
+    reply_json(r, 200, json_pack("{s:O,s:O,s:o}", "tokens", list ? tokens : json_array_get(tokens, 0), "count",
+                                 list ? counts : json_array_get(counts, 0), "max_model_len",
+                                 s->n_ctx > 0 ? json_integer(s->n_ctx) : json_null())); /* 0: an upstream that does not say */
 out:
     json_decref(tokens);
     json_decref(counts);

@@ -10,7 +10,8 @@
 # (one upstream connection each) and the Batch API's output lines (OpenAI's
 # SDK); /health, /v1/models, /metrics and the
 # playground answer, /health_generate asks the engine (200, 503 once it is
-# gone); what needs the local model answers 501 naming the
+# gone), /tokenize and /detokenize answer as the engine's with --tokenizer;
+# what needs the local model (or a tokenizer not given) answers 501 naming the
 # upstream engine. Failures: an upstream down at start is an error naming it
 # (exit 1); a request past --timeout while the upstream hangs is 504; an
 # upstream killed mid-request is 502 naming it, in bounded time; --max-queue
@@ -123,6 +124,16 @@ code() { curl -s -o "$SCRATCH/body" -w '%{http_code}' -H "Authorization: Bearer 
   python3 -c 'import json,sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == "unsupported_by_upstream" and "sglang" in e["message"], e' "$SCRATCH/body" ||
   { echo "chat completions should be an OpenAI-shaped 501: $(cat "$SCRATCH/body")"; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "$FURL/v1/decide" -d '{}')" = 401 ] || { echo "the front end's key is checked"; exit 1; }
+# /tokenize and /detokenize with the tokenizer here: the engine's own answers; without it, 501 naming --tokenizer
+tok='{"prompt":["Checkout returns HTTP 500.","<|im_start|>user"],"add_special_tokens":false}'
+[ "$(code "$FURL/tokenize" -d "$tok")" = 200 ] && cp "$SCRATCH/body" "$SCRATCH/front.tok" ||
+  { echo "/tokenize with --tokenizer should answer: $(cat "$SCRATCH/body")"; exit 1; }
+curl -s -H "Authorization: Bearer eng-key" "$EURL/tokenize" -d "$tok" >"$SCRATCH/engine.tok"
+python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:3]); assert a["tokens"] == b["tokens"] and a["count"] == b["count"], (a, b)' \
+  "$SCRATCH/engine.tok" "$SCRATCH/front.tok"
+[ "$(code "$FURL/detokenize" -d '{"tokens":[1,2,3]}')" = 200 ] || { echo "/detokenize with --tokenizer should answer"; exit 1; }
+[ "$(code "$BURL/tokenize" -d "$tok")" = 501 ] && grep -q -- "--tokenizer" "$SCRATCH/body" ||
+  { echo "/tokenize without a tokenizer here should be 501 naming --tokenizer: $(cat "$SCRATCH/body")"; exit 1; }
 stop_server "$BPID"
 stop_server "$VPID"
 stop_server "$FPID"
