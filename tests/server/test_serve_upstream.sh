@@ -3,20 +3,21 @@
 # for an engine already running, in a real chain on loopback: `typellm serve
 # -m qwen2` (the engine, keyed) <- `typellm serve --upstream` (the front end,
 # keyed, over the engine's SGLang API found by auto-detection, and over its
-# vLLM API; the GGUF's tokenizer given, or only the upstream's /tokenize) <- curl, Python and OpenAI's JS SDK. The front end's /v1/decide,
+# vLLM API; with the GGUF's tokenizer here, or only the engine's /tokenize)
+# <- curl, Python and OpenAI's JS SDK. The front end's /v1/decide,
 # /v1/systemone and /v1/decisions answers equal the engine's own (values
-# identical, probabilities within 1e-6 and log-probabilities within 1e-6 relative:
-# SGLang's logprobs cross the wire as float32), also from 8 concurrent requests
-# (one upstream connection each) and the Batch API's output lines (OpenAI's
-# SDK); /health, /v1/models, /metrics and the
-# playground answer, /health_generate asks the engine (200, 503 once it is
-# gone), /tokenize and /detokenize answer as the engine's with --tokenizer;
-# what needs the local model (or a tokenizer not given) answers 501 naming the
-# upstream engine. Failures: an upstream down at start is an error naming it
-# (exit 1); a request past --timeout while the upstream hangs is 504; an
-# upstream killed mid-request is 502 naming it, in bounded time; --max-queue
-# still gives 429; free strings without a tokenizer here are a 422 naming
-# --tokenizer.
+# identical, probabilities within 1e-6, log-probabilities within 1e-6
+# relative: SGLang's logprobs cross the wire as float32), also from 8
+# concurrent requests (one upstream connection each) and in the Batch API's
+# output lines (OpenAI's SDK). /health, /v1/models, /metrics and the
+# playground answer; /health_generate asks the engine (200, 503 once it is
+# gone); /tokenize and /detokenize answer as the engine's with --tokenizer;
+# what needs the local model (or a tokenizer not given) answers 501 naming
+# the upstream engine. Failures: an upstream down at start is an error naming
+# it (exit 1); requests past --timeout while the upstream hangs are 504, one
+# of them opening a new connection; an upstream killed mid-request is 502
+# naming it, in bounded time; --max-queue still gives 429; free strings
+# without a tokenizer here are a 422 naming --tokenizer.
 source "$TL_SRC/tests/server/serve_lib.sh"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 m="$TL_FIXTURES/models/qwen2-d64-q8_0.gguf"
