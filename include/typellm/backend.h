@@ -146,6 +146,18 @@ typedef struct tl_call_limits {
  * tl_backend_free before shared. */
 TL_API tl_status tl_backend_shared_client(tl_backend *shared, const tl_call_limits *limits, tl_backend **out,
                                           tl_error *err);
+/* The same limits on a remote backend (SGLang, llama.cpp, vLLM), for the
+ * calls that follow until the next tl_backend_remote_set_limits (NULL:
+ * none): every HTTP exchange's timeout is cut to the time left, retries and
+ * their backoff stop at the deadline (TL_ERR_TIMEOUT), and a transfer is
+ * aborted when cancelled() turns true, polled about once a second
+ * (TL_ERR_CANCELLED). TL_ERR_INVALID for other kinds of backend. */
+TL_API tl_status tl_backend_remote_set_limits(tl_backend *b, const tl_call_limits *limits, tl_error *err);
+/* tl_backend_remote_new whose own requests (asking the server what it is and
+ * serves) already run under limits, which then stay set as by
+ * tl_backend_remote_set_limits. limits NULL: tl_backend_remote_new. */
+TL_API tl_status tl_backend_remote_new_limited(const tl_remote_params *params, const tl_call_limits *limits,
+                                               tl_backend **out, tl_error *err);
 /* Batched steps the shared backend's thread has run so far (of a shared
  * backend or any of its clients; 0 for other kinds): fewer steps than calls
  * means calls were merged. */

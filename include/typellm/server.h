@@ -1,7 +1,9 @@
 /* typellm/server.h: typellm's HTTP server (`typellm serve`): OpenAI's API
  * (/v1/decisions, /v1/chat/completions, /v1/completions, /v1/models), the
  * SGLang native API (/generate, /tokenize, ...), the System One decision API
- * (/v1/systemone) and /v1/decide, over one loaded model.
+ * (/v1/systemone) and /v1/decide, over one loaded model (tl_server_new), or
+ * as a decision front end for an engine already running elsewhere
+ * (tl_server_new_upstream).
  *
  * Threads: libmicrohttpd runs one thread per connection (so a slow client
  * only holds its own thread); the model runs behind one shared batching
@@ -19,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend.h"
 #include "model.h"
 #include "common.h"
 #include "util.h"
@@ -76,6 +79,21 @@ typedef struct tl_server_params {
 /* Creates the server state (session, scheduler) over m, which must outlive it.
  * Nothing listens until tl_server_start. */
 TL_API tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err);
+/* A decision front end for an engine that already runs (`typellm serve
+ * --upstream URL`): the same server, its decisions (/v1/decide,
+ * /v1/decisions, /v1/systemone, the playground, the Batch API) computed by
+ * the remote backend upstream describes (engine AUTO: asked here), so values
+ * are in domain and probabilities the model's own as the backend contract
+ * gives them. The server is asked at once: unreachable or not an engine is
+ * this call's error (TL_ERR_NETWORK, TL_ERR_UNSUPPORTED...). Concurrent
+ * requests each use their own connection (at most max_queue), under their
+ * deadline and cancellation. What needs the model's full logits here
+ * (/generate, chat and text completions, /flush_cache, /model_info;
+ * /tokenize and /detokenize without a tokenizer GGUF here) answers 501 in its API's dialect naming the
+ * upstream engine and the capability it lacks. params->n_threads, cache_mb,
+ * n_ctx, extend_ctx and step_tokens do not apply. */
+TL_API tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_server_params *params,
+                                        tl_server **out, tl_error *err);
 /* Binds and starts serving in background threads. */
 TL_API tl_status tl_server_start(tl_server *s, tl_error *err);
 /* The bound port (after start). */

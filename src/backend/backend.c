@@ -1,6 +1,7 @@
 /* backend.c: the tl_backend_* wrappers of backend.h: argument checks that
  * every backend would otherwise repeat, then dispatch through the vtable. */
 #include "backend/backend.h"
+#include "backend/remote.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -152,24 +153,40 @@ void tl_backend_capabilities(const tl_backend *b, tl_backend_caps *out) {
         out->flags |= TL_CAP_CHAT_TEMPLATE;
 }
 
+static bool is_remote(const tl_backend *b) {
+    return b && (!strcmp(b->ops->kind, "sglang") || !strcmp(b->ops->kind, "llamacpp") || !strcmp(b->ops->kind, "vllm"));
+}
+
+tl_status tl_backend_remote_set_limits(tl_backend *b, const tl_call_limits *limits, tl_error *err) {
+    if (!is_remote(b))
+        return tl_error_set(err, TL_ERR_INVALID, "backend: %s is not a remote backend", tl_backend_kind(b));
+    tl_remote_set_limits(tl_remote_of(b), limits);
+    return TL_OK;
+}
+
 tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out, tl_error *err) {
+    return tl_backend_remote_new_limited(params, NULL, out, err);
+}
+
+tl_status tl_backend_remote_new_limited(const tl_remote_params *params, const tl_call_limits *limits,
+                                        tl_backend **out, tl_error *err) {
     *out = NULL;
     if (!params)
         return tl_error_set(err, TL_ERR_INVALID, "backend: no remote parameters");
     switch (params->engine) {
     case TL_ENGINE_SGLANG:
-        return tl_backend_sglang_new(&params->conn, out, err);
+        return tl_backend_sglang_new_limited(&params->conn, limits, out, err);
     case TL_ENGINE_LLAMACPP:
-        return tl_backend_llamacpp_new(&params->conn, out, err);
+        return tl_backend_llamacpp_new(&params->conn, limits, out, err);
     case TL_ENGINE_VLLM:
-        return tl_backend_vllm_new(&params->conn, false, out, err);
+        return tl_backend_vllm_new(&params->conn, false, limits, out, err);
     case TL_ENGINE_AUTO:
         break;
     }
     /* Ask the server what it is: llama.cpp answers /props with its generation
      * settings; anything else is tried as SGLang (whose /model_info decides). */
     tl_error lerr = {0};
-    tl_status st = tl_backend_llamacpp_new(&params->conn, out, &lerr);
+    tl_status st = tl_backend_llamacpp_new(&params->conn, limits, out, &lerr);
     if (st == TL_OK)
         return TL_OK;
     if (st != TL_ERR_UNSUPPORTED) { /* it is llama.cpp (or unreachable): its error stands */
@@ -178,14 +195,14 @@ tl_status tl_backend_remote_new(const tl_remote_params *params, tl_backend **out
         return st;
     }
     tl_error serr = {0};
-    st = tl_backend_sglang_new(&params->conn, out, &serr);
+    st = tl_backend_sglang_new_limited(&params->conn, limits, out, &serr);
     if (st == TL_OK || st == TL_ERR_NETWORK || st == TL_ERR_TIMEOUT) {
         if (st && err)
             *err = serr;
         return st;
     }
     /* vLLM: no /props, no /model_info; its /v1/models says who owns the model */
-    st = tl_backend_vllm_new(&params->conn, true, out, err);
+    st = tl_backend_vllm_new(&params->conn, true, limits, out, err);
     if (st)
         tl_error_set(err, st, "backend: %s is not llama.cpp's server (%s), SGLang (%s) or vLLM", params->conn.base_url,
                      lerr.msg, serr.msg);

@@ -74,9 +74,14 @@ struct tl_backend {
 /* The tl_seq of each score request (candidate logprobs only); NULL (and
  * err set) when out of memory. The caller frees the array. */
 /* The remote engines' constructors (tl_backend_remote_new dispatches). */
-tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, tl_backend **out, tl_error *err);
+/* limits (NULL: none): the deadline and cancellation of their own requests and of the calls after. */
+tl_status tl_backend_sglang_new_limited(const tl_sglang_params *params, const tl_call_limits *limits, tl_backend **out,
+                                        tl_error *err);
+tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, const tl_call_limits *limits, tl_backend **out,
+                                  tl_error *err);
 /* only_vllm: refuse (TL_ERR_UNSUPPORTED) a server whose /v1/models does not say owned_by "vllm" (detection). */
-tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, tl_backend **out, tl_error *err);
+tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, const tl_call_limits *limits,
+                              tl_backend **out, tl_error *err);
 
 /* re[0..len) (the regex subset typellm writes: literals, classes, groups,
  * alternation, ? * + {m,n}) as a GBNF grammar with rule `root`, for

@@ -460,9 +460,10 @@ static bool same_tokenizer(tl_backend *b, const tl_vocab *v, int32_t n_vocab) {
     return same;
 }
 
-tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {
+tl_status tl_backend_llamacpp_new(const tl_sglang_params *params, const tl_call_limits *limits, tl_backend **out,
+                                  tl_error *err) {
     tl_backend *b = NULL;
-    tl_status st = tl_remote_backend_new(&llamacpp_ops, ENGINE, "/completion", params, &b, err);
+    tl_status st = tl_remote_backend_new(&llamacpp_ops, ENGINE, "/completion", params, limits, &b, err);
     if (st)
         return st;
     *out = NULL; /* set again once the server has answered */

@@ -46,6 +46,22 @@ static void sleep_s(double s) {
 
 static double backoff_s(int attempt) { return 0.2 * (double)(1 << (attempt < 6 ? attempt : 6)); }
 
+/* libcurl's progress callback (about once a second, and on every chunk):
+ * non-zero aborts the transfer when the caller has cancelled. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    const tl_call_limits *l = ud;
+    return l->cancelled && l->cancelled(l->ctx);
+}
+
+/* Seconds left before the caller's deadline (r->limits), at most cap; <= 0 when passed. */
+static double time_left_s(const tl_remote *r, double cap) {
+    if (r->limits.deadline_s <= 0)
+        return cap;
+    double left = r->limits.deadline_s - tl_now_s();
+    return left < cap ? left : cap;
+}
+
 tl_status tl_remote_init(tl_remote *r, const char *engine, const char *generate_path, const char *base_url,
                          const char *api_key, double timeout_s, int max_retries, tl_backend_requests *counts,
                          tl_error *err) {
@@ -117,6 +133,12 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
                      : r->generate_path && !strcmp(path, r->generate_path) ? &r->counts->generate
                                                                             : &r->counts->other;
     for (int attempt = 0;; attempt++) {
+        double timeout = time_left_s(r, r->timeout_s);
+        if (timeout <= 0) {
+            st = tl_error_set(err, TL_ERR_TIMEOUT, "%s: %s: the request's deadline passed (%d attempts made)", r->engine,
+                              url, attempt);
+            break;
+        }
         (*count)++;
         tl_strbuf_clear(reply);
         header_state hs = {0};
@@ -133,8 +155,13 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
         curl_easy_setopt(c, CURLOPT_WRITEDATA, reply);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, &hs);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(r->timeout_s * 1000));
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000) + 1);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout < 10 ? (long)(timeout * 1000) + 1 : 10000L);
+        if (r->limits.cancelled) {
+            curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+            curl_easy_setopt(c, CURLOPT_XFERINFODATA, &r->limits);
+            curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        }
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         if (body) {
             curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -146,6 +173,10 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
         *status = 0;
         if (cc == CURLE_OK)
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        if (cc == CURLE_ABORTED_BY_CALLBACK) {
+            st = tl_error_set(err, TL_ERR_CANCELLED, "%s: %s: cancelled by the caller", r->engine, url);
+            break;
+        }
         bool retryable = cc != CURLE_OK || *status == 429 || *status >= 500;
         if (!retryable) {
             st = TL_OK;
@@ -164,7 +195,9 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
         double wait = backoff_s(attempt);
         if (hs.retry_after_s > 0)
             wait = hs.retry_after_s > 10 ? 10 : (double)hs.retry_after_s;
-        sleep_s(wait);
+        wait = time_left_s(r, wait);
+        if (wait > 0)
+            sleep_s(wait);
     }
     pthread_mutex_unlock(&r->mu);
     return st;
@@ -200,7 +233,9 @@ tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out
                               r->engine, path, je.line, je.column, je.text, reply.len, attempt + 1);
             break;
         }
-        sleep_s(backoff_s(attempt));
+        double wait = time_left_s(r, backoff_s(attempt));
+        if (wait > 0)
+            sleep_s(wait);
     }
     if (status_out)
         *status_out = status;
@@ -308,6 +343,12 @@ void tl_remote_tok_put(tl_remote *r, char flags, const char *text, size_t len, c
     free(key);
 }
 
+void tl_remote_set_limits(tl_remote *r, const tl_call_limits *limits) {
+    pthread_mutex_lock(&r->mu);
+    r->limits = limits ? *limits : (tl_call_limits){0};
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* ---- shared by the llama.cpp and vLLM backends ---------------------------- */
 
 void tl_remote_backend_free(tl_backend *b) {
@@ -326,7 +367,8 @@ void tl_remote_backend_free(tl_backend *b) {
 }
 
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
-                                const tl_sglang_params *p, tl_backend **out, tl_error *err) {
+                                const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
+                                tl_error *err) {
     *out = NULL;
     if (!p)
         return tl_error_set(err, TL_ERR_INVALID, "%s: no parameters", engine);
@@ -341,6 +383,8 @@ tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, c
     b->impl = im;
     tl_status st = tl_remote_init(&im->rem, engine, generate_path, p->base_url, p->api_key, p->timeout_s,
                                   p->max_retries, &b->requests, err);
+    if (!st)
+        tl_remote_set_limits(&im->rem, limits);
     if (st)
         tl_remote_backend_free(b);
     else

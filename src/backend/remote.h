@@ -29,6 +29,7 @@ typedef struct tl_remote {
     int max_retries;
     CURL *curl;
     pthread_mutex_t mu;           /* one transfer at a time on the handle */
+    tl_call_limits limits;        /* the caller's deadline and cancellation (tl_backend_remote_set_limits); under mu */
     tl_backend_requests *counts;  /* the backend's public counters, updated under mu */
     /* tokenizer replies by (flags, text): a decision tokenizes the same
      * framing and label texts many times. Open addressing, cleared when full. */
@@ -50,6 +51,12 @@ void tl_remote_free(tl_remote *r);
  * HTTP status. */
 tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out, long *status_out, tl_error *err);
 
+/* The caller's deadline and cancellation for the exchanges that follow
+ * (NULL: none): each attempt's timeout is cut to the time left, no retry or
+ * backoff outlives the deadline (TL_ERR_TIMEOUT), and a transfer is aborted
+ * when cancelled() turns true (TL_ERR_CANCELLED). */
+void tl_remote_set_limits(tl_remote *r, const tl_call_limits *limits);
+
 json_t *tl_remote_ids_json(const int32_t *ids, size_t n);
 
 /* The cached ids of (flags, text), copied into *ids (caller frees); false when absent. */
@@ -60,6 +67,10 @@ void tl_remote_tok_put(tl_remote *r, char flags, const char *text, size_t len, c
 tl_status tl_remote_read_ids(const tl_remote *r, const json_t *a, const char *where, int32_t **ids, size_t *n,
                              tl_error *err);
 
+/* Every remote backend's impl starts with its tl_remote (sglang_impl,
+ * tl_remote_impl): the connection of a remote backend b. */
+static inline tl_remote *tl_remote_of(tl_backend *b) { return (tl_remote *)b->impl; }
+
 /* The state llama.cpp's and vLLM's backends share (b->impl of both). */
 typedef struct tl_remote_impl {
     tl_remote rem;
@@ -69,9 +80,11 @@ typedef struct tl_remote_impl {
     char *version;
 } tl_remote_impl;
 /* A new backend of ops with a tl_remote_impl, its connection set up from p
- * (nothing asked of the server yet); on failure nothing is left allocated. */
+ * and limits (NULL: none; tl_remote_set_limits) (nothing asked of the server
+ * yet); on failure nothing is left allocated. */
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
-                                const tl_sglang_params *p, tl_backend **out, tl_error *err);
+                                const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
+                                tl_error *err);
 /* Frees a backend whose impl is a tl_remote_impl. */
 void tl_remote_backend_free(tl_backend *b);
 

@@ -235,6 +235,11 @@ static const tl_backend_ops sglang_ops = {
 };
 
 tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {
+    return tl_backend_sglang_new_limited(params, NULL, out, err);
+}
+
+tl_status tl_backend_sglang_new_limited(const tl_sglang_params *params, const tl_call_limits *limits, tl_backend **out,
+                                        tl_error *err) {
     *out = NULL;
     if (!params)
         return tl_error_set(err, TL_ERR_INVALID, "sglang: no parameters");
@@ -249,6 +254,8 @@ tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out
     b->impl = im;
     tl_status st = tl_remote_init(&im->rem, "sglang", "/generate", params->base_url, params->api_key,
                                   params->timeout_s, params->max_retries, &b->requests, err);
+    if (!st)
+        tl_remote_set_limits(&im->rem, limits);
     if (!st && params->tokenizer_path) {
         st = tl_vocab_load_file(params->tokenizer_path, &im->local_vocab, err);
         if (st)

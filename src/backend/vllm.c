@@ -188,9 +188,10 @@ static const tl_backend_ops vllm_ops = {
     .generate_regex = vl_generate_regex,
 };
 
-tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, tl_backend **out, tl_error *err) {
+tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, const tl_call_limits *limits,
+                              tl_backend **out, tl_error *err) {
     tl_backend *b = NULL;
-    tl_status st = tl_remote_backend_new(&vllm_ops, ENGINE, "/v1/completions", params, &b, err);
+    tl_status st = tl_remote_backend_new(&vllm_ops, ENGINE, "/v1/completions", params, limits, &b, err);
     if (st)
         return st;
     *out = NULL; /* set again once the server has answered */

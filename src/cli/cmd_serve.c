@@ -1,5 +1,6 @@
-/* cmd_serve.c: `typellm serve`: loads a model and runs the HTTP server
- * (src/server) until SIGINT/SIGTERM. With --port 0 the kernel picks a free
+/* cmd_serve.c: `typellm serve`: loads a model, or connects to an engine
+ * that already runs (--upstream URL: a decision front end), and runs the
+ * HTTP server (src/server) until SIGINT/SIGTERM. With --port 0 the kernel picks a free
  * port; the chosen one is printed as "listening on http://HOST:PORT" on
  * stdout (tests read that line). */
 #include <pthread.h>
@@ -35,6 +36,8 @@ static char *read_key_file(const char *path, tl_error *err) {
 
 int tl_cmd_serve(int argc, char **argv) {
     const char *model_arg = NULL, *hf = NULL, *key_file = NULL, *chat_template = NULL;
+    const char *upstream = NULL, *engine = "auto", *upstream_key = NULL, *tokenizer = NULL;
+    double upstream_timeout = 0;
     char *template_src = NULL;
     tl_server_params p;
     memset(&p, 0, sizeof p);
@@ -86,12 +89,24 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "accept prompts longer than the model's context length: the context grows to --max-tokens"},
         {0, "data-dir", TL_OPT_STR, &p.data_dir, .metavar = "DIR",
          .help = "the Files and Batch API's files and jobs (default $TYPELLM_CACHE/server or ~/.cache/typellm/server)"},
+        {0, "upstream", TL_OPT_STR, &upstream, .metavar = "URL",
+         .help = "no local model: a decision front end for an engine already running at URL\n"
+                 "                             (SGLang, llama.cpp's llama-server, vLLM, typellm serve)"},
+        {0, "engine", TL_OPT_STR, &engine, .metavar = "E",
+         .help = "with --upstream: sglang, llamacpp, vllm, or auto (default: asks the server)"},
+        {0, "upstream-key", TL_OPT_STR, &upstream_key, .metavar = "K",
+         .help = "with --upstream: send Authorization: Bearer K to it (default $TYPELLM_UPSTREAM_KEY)"},
+        {0, "tokenizer", TL_OPT_STR, &tokenizer, .metavar = "M.gguf",
+         .help = "with --upstream: the model's tokenizer and chat template here (numbers and patterns\n"
+                 "                             by automaton, no /tokenize round trips)"},
+        {0, "upstream-timeout", TL_OPT_DOUBLE, &upstream_timeout, .min = 0, .max = 86400, .flags = TL_OPT_GT_MIN,
+         .metavar = "S", .help = "with --upstream: seconds per HTTP exchange with it (default 60; --timeout bounds the request)"},
         {0, "step-tokens", TL_OPT_LONG, &step_tokens, .min = 0, .max = 1 << 20, .metavar = "N",
          .help = "uncached tokens per scheduler step: longer new contexts run in chunks beside\n"
                  "                             the other requests (default 512; 0: no chunking)"},
         {0},
     };
-    const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE) [options]",
+    const tl_opt_cmd cmd = {"serve", "(-m M.gguf | $TYPELLM_MODEL | --hf ORG/REPO:FILE | --upstream URL) [options]",
                             "HTTP server: SGLang API, /v1/systemone, /v1/decide", .opts = opts};
     int prc = tl_opt_parse(&cmd, argc, argv, NULL, NULL);
     if (prc != TL_OPT_OK)
@@ -125,28 +140,33 @@ int tl_cmd_serve(int argc, char **argv) {
     char *key_buf = NULL;
     tl_error err = {0};
     char *model_path = NULL;
-    if (!tl_cli_model(model_arg) && !hf)
-        return tl_opt_fail(&cmd, "give a model: -m/--model M.gguf, $TYPELLM_MODEL or --hf ORG/REPO:FILE");
+    tl_remote_params rp = {.conn = {.base_url = upstream, .tokenizer_path = tokenizer, .timeout_s = upstream_timeout,
+                                    .max_retries = -1}};
+    if (upstream) {
+        if (model_arg || hf)
+            return tl_opt_fail(&cmd, "--upstream serves the engine at URL: give no -m/--model or --hf with it");
+        if (!tl_engine_parse(engine, &rp.engine))
+            return tl_opt_fail(&cmd, "--engine %s: expected sglang, llamacpp, vllm or auto", engine);
+        rp.conn.api_key = upstream_key ? upstream_key : getenv("TYPELLM_UPSTREAM_KEY");
+        if (rp.conn.api_key && !*rp.conn.api_key)
+            rp.conn.api_key = NULL;
+    } else if (tokenizer || upstream_key || upstream_timeout > 0 || strcmp(engine, "auto"))
+        return tl_opt_fail(&cmd, "--engine, --upstream-key, --tokenizer and --upstream-timeout go with --upstream URL");
+    else if (!tl_cli_model(model_arg) && !hf)
+        return tl_opt_fail(&cmd, "give a model: -m/--model M.gguf, $TYPELLM_MODEL, --hf ORG/REPO:FILE or --upstream URL");
+    int rc = 1;
+    tl_model *m = NULL;
+    tl_server *s = NULL;
     if (key_file) {
         if (!(key_buf = read_key_file(key_file, &err))) {
-            tl_cli_error("serve", err.msg);
-            return err.code == TL_ERR_INVALID ? 2 : 1;
+            rc = err.code == TL_ERR_INVALID ? 2 : 1;
+            goto fail;
         }
         p.api_key = key_buf;
     }
-    if (tl_cli_chat_template(chat_template, &p.chat_template, &template_src, &err) != TL_OK) {
-        tl_cli_error("serve", err.msg);
-        free(key_buf);
-        return 1;
-    }
+    if (tl_cli_chat_template(chat_template, &p.chat_template, &template_src, &err) != TL_OK)
+        goto fail;
     p.chat_template_jinja = template_src;
-    if (tl_model_resolve(model_arg, hf, &model_path, &err) != TL_OK) {
-        tl_cli_error("serve", err.msg);
-        free(key_buf);
-        free(template_src);
-        return 1;
-    }
-    p.model_path = model_path;
 
     /* Block the stop signals in every thread (the server's threads inherit
      * this mask); the main thread then waits for one with sigwait. */
@@ -157,44 +177,51 @@ int tl_cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    tl_model *m = NULL;
-    if (tl_cli_model_load("serve", model_path, no_mmap, &m) != TL_OK) {
-        free(model_path);
-        free(key_buf);
-        free(template_src);
-        return 1;
+    if (upstream) {
+        /* the engine is asked what it is now: unreachable is an error here, not on the first request */
+        if (tl_server_new_upstream(&rp, &p, &s, &err) != TL_OK)
+            goto fail;
+    } else {
+        if (tl_model_resolve(model_arg, hf, &model_path, &err) != TL_OK)
+            goto fail;
+        p.model_path = model_path;
+        if (tl_cli_model_load("serve", model_path, no_mmap, &m) != TL_OK)
+            goto quiet_fail;
+        /* -c past the trained context extends it with a warning, as in every
+         * subcommand; --extend-ctx (as in `logits`) sizes it to the longest
+         * prompt accepted, --max-tokens. */
+        tl_session_params sp = {0};
+        tl_cli_ctx("serve", m, n_ctx, &sp);
+        if (extend && max_tokens > tl_model_n_ctx_train(m) && max_tokens > sp.n_ctx) {
+            sp.n_ctx = (int32_t)max_tokens;
+            sp.extend_ctx = true;
+        }
+        p.n_ctx = sp.n_ctx;
+        p.extend_ctx = sp.extend_ctx;
+        if (tl_server_new(m, &p, &s, &err) != TL_OK)
+            goto fail;
     }
-    /* -c past the trained context extends it with a warning, as in every
-     * subcommand; --extend-ctx (as in `logits`) sizes it to the longest
-     * prompt accepted, --max-tokens. */
-    tl_session_params sp = {0};
-    tl_cli_ctx("serve", m, n_ctx, &sp);
-    if (extend && max_tokens > tl_model_n_ctx_train(m) && max_tokens > sp.n_ctx) {
-        sp.n_ctx = (int32_t)max_tokens;
-        sp.extend_ctx = true;
-    }
-    p.n_ctx = sp.n_ctx;
-    p.extend_ctx = sp.extend_ctx;
-    tl_server *s = NULL;
-    if (tl_server_new(m, &p, &s, &err) != TL_OK || tl_server_start(s, &err) != TL_OK) {
-        tl_cli_error("serve", err.msg);
-        tl_server_free(s);
-        tl_model_free(m);
-        free(model_path);
-        free(key_buf);
-        free(template_src);
-        return 1;
-    }
-    printf("listening on http://%s:%d (model %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s),
-           tl_model_name(m));
+    if (tl_server_start(s, &err) != TL_OK)
+        goto fail;
+    if (upstream)
+        printf("listening on http://%s:%d (upstream %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s), upstream);
+    else
+        printf("listening on http://%s:%d (model %s)\n", p.host ? p.host : "127.0.0.1", tl_server_port(s),
+               tl_model_name(m));
     fflush(stdout);
     int sig = 0;
     sigwait(&stop, &sig);
     fprintf(stderr, "typellm serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 0;
+    goto done;
+fail:
+    tl_cli_error("serve", err.msg);
+quiet_fail: /* the loader printed its own error */
+done:
     tl_server_free(s);
     tl_model_free(m);
     free(model_path);
     free(key_buf);
     free(template_src);
-    return 0;
+    return rc;
 }

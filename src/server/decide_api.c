@@ -165,10 +165,10 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
     }
     tl_status st = schema_of(schema, &ts, err);
     if (!st)
-        st = tl_backend_shared_client(s->shared, &w, &b, err);
+        st = server_backend_take(s, &w, &b, err);
     if (!st)
         st = tl_decide(b, context, context_len, ts, &o, &d, err);
-    if (st == TL_ERR_LIMIT && err) { /* name the server's flag, not only the model */
+    if (st == TL_ERR_LIMIT && err && !s->upstream) { /* name the server's flag, not only the model */
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         tl_error_set(err, st, "%s (this server's context is %d tokens; `typellm serve -c/--ctx-size N` sets a longer one)",
@@ -188,7 +188,7 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
     }
     tl_free(text);
     tl_decision_free(d);
-    tl_backend_free(b);
+    server_backend_done(s, b);
     tl_schema_free(ts);
     return st;
 }
@@ -197,6 +197,8 @@ tl_status server_decide(tl_server *s, const tl_http_request *req, const char *co
  * id it scored (special tokens as their text), so a reader (the playground)
  * can show the prompt token by token. */
 static void add_trace_pieces(tl_server *s, json_t *result) {
+    if (!s->vocab) /* upstream without a tokenizer here: the trace keeps its ids */
+        return;
     const char *k;
     json_t *f;
     char buf[512];

@@ -317,7 +317,7 @@ static bool oai_request_parse(const tl_server *s, const tl_http_request *req, bo
         fail_openai(f, 400, "model", "missing_required_parameter", "model: required string");
         return false;
     }
-    const char *served = tl_model_name(s->model);
+    const char *served = s->model_name;
     if (strcmp(json_string_value(model), served)) {
         char msg[400];
         snprintf(msg, sizeof msg, "The model '%.100s' does not exist; this server serves '%.100s' (GET /v1/models)",
@@ -559,7 +559,7 @@ typedef struct oai_ctx {
 } oai_ctx;
 
 static json_t *chunk_base(const oai_ctx *c) {
-    const char *name = tl_model_name(c->s->model);
+    const char *name = c->s->model_name;
     return json_pack("{s:s,s:s,s:I,s:o,s:n}", "id", c->id, "object",
                      c->rq.chat ? "chat.completion.chunk" : "text_completion", "created", c->created, "model",
                      json_string_lossy(name, strlen(name)), "system_fingerprint");

@@ -672,7 +672,7 @@ void handle_decisions(tl_server *s, const tl_http_request *req, tl_http_reply *r
     }
     json_t *schema = NULL, *result = NULL, *answers = NULL;
     tl_error err = {0};
-    const char *served = tl_model_name(s->model);
+    const char *served = s->model_name;
     if (strcmp(dr.model, served)) {
         reply_openai_error(r, 404, "invalid_request_error", "model", "model_not_found",
                            "The model '%s' does not exist; this server serves '%s' (GET /v1/models)", dr.model, served);

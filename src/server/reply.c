@@ -115,6 +115,9 @@ static const struct {
     {TL_ERR_TIMEOUT, 504, 504, 504, "timeout_error", "timeout"},
     {TL_ERR_CANCELLED, 499, 499, 499, "api_error", "cancelled"},
     {TL_ERR_NOMEM, 503, 503, 503, "api_error", NULL},
+    /* serve --upstream: the engine behind this server failed (the message names it) */
+    {TL_ERR_NETWORK, 502, 502, 502, "upstream_error", "upstream_unreachable"},
+    {TL_ERR_REMOTE, 502, 502, 502, "upstream_error", "upstream_error"},
 };
 #define N_HTTP_MAP (sizeof http_map / sizeof http_map[0])
 

@@ -26,10 +26,12 @@
 
 /* ---- life cycle ------------------------------------------------------------- */
 
-tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err) {
+/* The state every server has, from params: defaults filled in, locks,
+ * metrics. NULL when out of memory. */
+static tl_server *server_alloc(const tl_server_params *params) {
     tl_server *s = calloc(1, sizeof *s);
     if (!s)
-        return tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
+        return NULL;
     s->p = *params;
     s->host = strdup(params->host ? params->host : "127.0.0.1");
     s->api_key = params->api_key ? strdup(params->api_key) : NULL;
@@ -46,50 +48,57 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     if (s->p.body_timeout_s <= 0) s->p.body_timeout_s = 60;
     if (s->p.max_client_conns <= 0) s->p.max_client_conns = 64;
     if (s->p.drain_timeout_s <= 0) s->p.drain_timeout_s = 30;
-    s->model = m;
-    s->vocab = tl_model_vocab(m);
-    s->n_vocab = tl_model_n_vocab(m);
-    s->n_ctx = params->n_ctx > 0 ? params->n_ctx : tl_model_n_ctx_train(m);
-    if (s->p.max_tokens <= 0 || s->p.max_tokens > s->n_ctx) s->p.max_tokens = s->n_ctx;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->streams_cv, NULL);
+    s->started_s = tl_now_s();
+    s->started_wall = time(NULL);
+    s->metrics = metrics_new(server_n_routes());
+    if (!s->host || (params->api_key && !s->api_key) || !s->metrics) {
+        tl_server_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The token-count bound (max_token_bytes) and the --chat-template check,
+ * once s->vocab (may be NULL upstream), n_ctx and max_tokens are known. */
+static tl_status server_vocab_setup(tl_server *s, tl_error *err) {
+    if (s->p.max_tokens <= 0 || (s->n_ctx > 0 && s->p.max_tokens > s->n_ctx))
+        s->p.max_tokens = s->n_ctx > 0 ? s->n_ctx : INT32_MAX;
     char tb[512];
-    for (int32_t id = 0; id < tl_vocab_n_tokens(s->vocab); id++) {
+    for (int32_t id = 0; s->vocab && id < tl_vocab_n_tokens(s->vocab); id++) {
         size_t n = tl_vocab_token_bytes(s->vocab, id, true, tb, sizeof tb);
         size_t m = tl_vocab_token_bytes(s->vocab, id, false, tb, sizeof tb);
         n = n > m ? n : m;
         if (n > s->max_token_bytes)
             s->max_token_bytes = n;
     }
-    if (s->max_token_bytes == 0)
-        s->max_token_bytes = 1;
-    if (params->chat_template || params->chat_template_jinja) {
+    if (s->max_token_bytes == 0) /* no vocabulary here: no token is longer than the 512 bytes checked above */
+        s->max_token_bytes = s->vocab ? 1 : sizeof tb;
+    if (!s->p.chat_template && !s->p.chat_template_jinja)
+        return TL_OK;
+    tl_status st = TL_OK;
+    if (s->vocab) {
         /* an override that cannot render a plain conversation fails here, not on every request */
-        tl_chat_prompt_opts po = {.template_name = params->chat_template,
-                                  .template_jinja = params->chat_template_jinja,
+        tl_chat_prompt_opts po = {.template_name = s->p.chat_template,
+                                  .template_jinja = s->p.chat_template_jinja,
                                   .add_generation_prompt = true};
         tl_chat_prompt cp;
-        tl_status st = tl_chat_prompt_build(s->vocab, "[{\"role\":\"user\",\"content\":\"Hello\"}]", &po, &cp, err);
+        st = tl_chat_prompt_build(s->vocab, "[{\"role\":\"user\",\"content\":\"Hello\"}]", &po, &cp, err);
         tl_chat_prompt_free(&cp);
-        if (st) {
-            free(s->host);
-            free(s->api_key);
-            free(s);
-            return tl_error_wrap(err, "server: --chat-template");
-        }
+    } else if (s->p.chat_template_jinja) { /* upstream without a tokenizer: the source must at least parse */
+        tl_template *t = NULL;
+        st = tl_template_parse(s->p.chat_template_jinja, strlen(s->p.chat_template_jinja), &t, err);
+        tl_template_free(t);
     }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->streams_cv, NULL);
-    s->started_s = tl_now_s();
-    s->started_wall = time(NULL);
-    s->metrics = metrics_new(server_n_routes());
-    tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = s->n_ctx,
-                                       .extend_ctx = params->extend_ctx, .cache_type_k = params->cache_type_k,
-                                       .cache_type_v = params->cache_type_v},
-                           .max_batch_seqs = 0 /* the backend default */,
-                           .on_step = metrics_on_step, .on_step_ctx = s->metrics};
-    sp.max_step_tokens = params->step_tokens;
-    tl_status st = s->metrics ? tl_backend_shared_new(m, &sp, &s->shared, err)
-                              : tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
-    if (st == TL_OK && params->data_dir)
+    return st ? tl_error_wrap(err, "server: --chat-template") : TL_OK;
+}
+
+/* The last step of both constructors: after st (the model's or the
+ * upstream's setup), the Files and Batch API's store (--data-dir, which may
+ * resume batches and so needs the backend); *out = s, or s freed. */
+static tl_status server_finish(tl_server *s, tl_status st, tl_server **out, tl_error *err) {
+    if (st == TL_OK && s->p.data_dir)
         st = batch_store_open(s, err);
     if (st != TL_OK) {
         tl_server_free(s);
@@ -99,12 +108,67 @@ tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_se
     return TL_OK;
 }
 
+tl_status tl_server_new(const tl_model *m, const tl_server_params *params, tl_server **out, tl_error *err) {
+    *out = NULL;
+    if (!m)
+        return tl_error_set(err, TL_ERR_INVALID, "server: no model (tl_server_new_upstream serves a remote engine)");
+    tl_server *s = server_alloc(params);
+    if (!s)
+        return tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
+    s->model = m;
+    s->model_name = tl_model_name(m);
+    s->vocab = tl_model_vocab(m);
+    s->n_vocab = tl_model_n_vocab(m);
+    s->n_ctx = params->n_ctx > 0 ? params->n_ctx : tl_model_n_ctx_train(m);
+    tl_status st = server_vocab_setup(s, err);
+    tl_shared_params sp = {.session = {.n_threads = params->n_threads, .cache_mb = params->cache_mb, .n_ctx = s->n_ctx,
+                                       .extend_ctx = params->extend_ctx, .cache_type_k = params->cache_type_k,
+                                       .cache_type_v = params->cache_type_v},
+                           .max_batch_seqs = 0 /* the backend default */,
+                           .on_step = metrics_on_step, .on_step_ctx = s->metrics};
+    sp.max_step_tokens = params->step_tokens;
+    if (st == TL_OK)
+        st = tl_backend_shared_new(m, &sp, &s->shared, err);
+    return server_finish(s, st, out, err);
+}
+
+tl_status tl_server_new_upstream(const tl_remote_params *upstream, const tl_server_params *params, tl_server **out,
+                                 tl_error *err) {
+    *out = NULL;
+    if (!upstream || !upstream->conn.base_url)
+        return tl_error_set(err, TL_ERR_INVALID, "server: no upstream URL");
+    tl_server *s = server_alloc(params);
+    if (!s)
+        return tl_error_set(err, TL_ERR_NOMEM, "server: out of memory");
+    tl_status st = upstream_pool_new(upstream, (size_t)s->p.max_queue, &s->upstream, err);
+    if (st == TL_OK) {
+        const tl_backend *b = upstream_pool_probe(s->upstream);
+        tl_backend_caps caps;
+        tl_backend_capabilities(b, &caps);
+        snprintf(s->upstream_desc, sizeof s->upstream_desc, "%s server at %s", caps.engine,
+                 upstream_pool_url(s->upstream));
+        s->model_name = tl_backend_model_name(b);
+        s->vocab = tl_backend_vocab(b);
+        s->n_vocab = tl_backend_n_vocab(b);
+        s->n_ctx = tl_backend_n_ctx(b);
+        st = server_vocab_setup(s, err);
+        if (!st && !(caps.flags & TL_CAP_CHAT_TEMPLATE) && !s->p.chat_template && !s->p.chat_template_jinja &&
+            s->p.log) /* said once here rather than only in each refused request */
+            fprintf(s->p.log,
+                    "typellm serve: the %s sends no chat template: chat-style decisions are refused (422) until "
+                    "--chat-template NAME|FILE or --tokenizer M.gguf names one; record-style ones work\n",
+                    s->upstream_desc);
+    }
+    return server_finish(s, st, out, err);
+}
+
 void tl_server_free(tl_server *s) {
     if (!s)
         return;
     tl_server_stop(s);
     conn_guard_free(s->guard);
     tl_backend_free(s->shared);
+    upstream_pool_free(s->upstream);
     metrics_free(s->metrics);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->streams_cv);
@@ -159,6 +223,17 @@ sched_wait server_wait_for(const tl_server *s, const tl_http_request *req) {
     return w;
 }
 
+tl_status server_backend_take(tl_server *s, const sched_wait *w, tl_backend **out, tl_error *err) {
+    return s->upstream ? upstream_acquire(s->upstream, w, out, err) : tl_backend_shared_client(s->shared, w, out, err);
+}
+
+void server_backend_done(tl_server *s, tl_backend *b) {
+    if (s->upstream)
+        upstream_release(s->upstream, b);
+    else
+        tl_backend_free(b);
+}
+
 /* One call through a client of the shared backend carrying w. */
 tl_status server_eval(tl_server *s, const sched_wait *w, tl_seq *seqs, size_t k, tl_usage *usage, tl_error *err) {
     tl_backend *c = NULL;
@@ -191,6 +266,10 @@ tl_status server_count_tokens(const tl_server *s, const char *text, size_t n, si
         *n_tok = lower;
         return tl_error_set(err, TL_ERR_LIMIT, "the text (%zu bytes) is at least %zu tokens; this server accepts %d", n,
                             lower, s->p.max_tokens);
+    }
+    if (!s->vocab) { /* upstream without a tokenizer here: the bound; the decision's own tokenizing checks the rest */
+        *n_tok = lower;
+        return TL_OK;
     }
     int32_t *ids = NULL;
     tl_status st = tl_vocab_tokenize(s->vocab, text, n, false, false, &ids, n_tok, err);
@@ -228,43 +307,56 @@ typedef enum route_dialect {
     DIALECT_OPENAI   /* {"error":{"message","type","param","code"}} */
 } route_dialect;
 
+/* What a route needs here beyond the server: over an upstream engine a
+ * route whose need is not met answers 501. */
+typedef enum route_needs {
+    NEEDS_NOTHING,
+    NEEDS_VOCAB, /* the model's tokenizer (the model's, or upstream --tokenizer) */
+    NEEDS_MODEL  /* the local model's logits or session */
+} route_needs;
+
 typedef struct route {
     const char *method; /* NULL: GET or POST */
     const char *path;
     void (*handler)(tl_server *s, const tl_http_request *req, tl_http_reply *r);
     route_dialect dialect;
+    route_needs needs;
 } route;
 
-static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
-    (void)s;
-    (void)req;
+void reply_health_ok(tl_http_reply *r) {
     r->status = 200;
     r->content_type = "text/plain";
     tl_strbuf_clear(&r->body);
 }
 
+static void handle_health(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    (void)s;
+    (void)req;
+    reply_health_ok(r);
+}
+
 static const route routes[] = {
-    {"GET", "/health", handle_health, DIALECT_SGLANG},
-    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG},
-    {"POST", "/generate", handle_generate, DIALECT_SGLANG},
-    {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG},
-    {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG},
-    {"POST", "/detokenize", handle_detokenize, DIALECT_SGLANG},
-    {"POST", "/v1/detokenize", handle_detokenize, DIALECT_SGLANG},
-    {"GET", "/model_info", handle_model_info, DIALECT_SGLANG},
-    {"GET", "/get_model_info", handle_model_info, DIALECT_SGLANG},
-    {NULL, "/flush_cache", handle_flush_cache, DIALECT_SGLANG},
-    {"POST", "/v1/systemone", handle_systemone, DIALECT_FASTAPI},
-    {"GET", "/v1/models", handle_models, DIALECT_FASTAPI},
-    {"POST", "/v1/decide", handle_decide, DIALECT_FASTAPI},
-    {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI},
-    {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI},
-    {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI},
-    {"GET", "/", handle_ui_page, DIALECT_SGLANG},
-    {"GET", "/ui/app.js", handle_ui_script, DIALECT_SGLANG},
-    {"GET", "/ui/style.css", handle_ui_style, DIALECT_SGLANG},
-    {"GET", "/ui/examples.json", handle_ui_examples, DIALECT_SGLANG},
-    {"GET", "/metrics", handle_metrics, DIALECT_SGLANG},
+    {"GET", "/health", handle_health, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/health_generate", handle_health_generate, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"POST", "/generate", handle_generate, DIALECT_SGLANG, NEEDS_MODEL},
+    {"POST", "/tokenize", handle_tokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/v1/tokenize", handle_tokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/detokenize", handle_detokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"POST", "/v1/detokenize", handle_detokenize, DIALECT_SGLANG, NEEDS_VOCAB},
+    {"GET", "/model_info", handle_model_info, DIALECT_SGLANG, NEEDS_MODEL},
+    {"GET", "/get_model_info", handle_model_info, DIALECT_SGLANG, NEEDS_MODEL},
+    {NULL, "/flush_cache", handle_flush_cache, DIALECT_SGLANG, NEEDS_MODEL},
+    {"POST", "/v1/systemone", handle_systemone, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"GET", "/v1/models", handle_models, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"POST", "/v1/decide", handle_decide, DIALECT_FASTAPI, NEEDS_NOTHING},
+    {"POST", "/v1/decisions", handle_decisions, DIALECT_OPENAI, NEEDS_NOTHING},
+    {"POST", "/v1/chat/completions", handle_chat_completions, DIALECT_OPENAI, NEEDS_MODEL},
+    {"POST", "/v1/completions", handle_completions, DIALECT_OPENAI, NEEDS_MODEL},
+    {"GET", "/", handle_ui_page, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/app.js", handle_ui_script, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/style.css", handle_ui_style, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/ui/examples.json", handle_ui_examples, DIALECT_SGLANG, NEEDS_NOTHING},
+    {"GET", "/metrics", handle_metrics, DIALECT_SGLANG, NEEDS_NOTHING},
 };
 
 size_t server_n_routes(void) { return sizeof routes / sizeof routes[0]; }
@@ -306,6 +398,22 @@ static void reply_too_large(tl_http_reply *r, route_dialect d, size_t limit) {
         reply_sglang_error(r, 413, fmt, limit);
 }
 
+/* 501 for a route whose need (route_needs) is not met over an upstream engine. */
+static void reply_upstream_unsupported(const tl_server *s, tl_http_reply *r, const route *rt) {
+    const char *why = rt->needs == NEEDS_VOCAB
+                          ? "which needs the model's tokenizer here: start this server with --tokenizer M.gguf, or"
+                          : "which gives no full-vocabulary logits (capability full_logits): this server answers "
+                            "/v1/decide, /v1/decisions and /v1/systemone;";
+    const char *fmt = "%s: this server is a decision front end for the %s, %s send %s to the engine itself";
+    if (rt->dialect == DIALECT_OPENAI)
+        reply_openai_error(r, 501, "invalid_request_error", NULL, "unsupported_by_upstream", fmt, rt->path,
+                           s->upstream_desc, why, rt->path);
+    else if (rt->dialect == DIALECT_FASTAPI)
+        reply_typed_error(r, 501, "unsupported_by_upstream", fmt, rt->path, s->upstream_desc, why, rt->path);
+    else
+        reply_sglang_error(r, 501, fmt, rt->path, s->upstream_desc, why, rt->path);
+}
+
 void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     r->status = 500;
     r->stream_fd = -1;
@@ -325,7 +433,7 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             break;
         }
     }
-    static const route files_batches = {NULL, "", handle_files_batches, DIALECT_OPENAI};
+    static const route files_batches = {NULL, "", handle_files_batches, DIALECT_OPENAI, NEEDS_NOTHING};
     if (!rt && files_batches_path(path))
         rt = &files_batches; /* ids in the path: the handler routes by method and path */
     bool fastapi = !strncmp(path, "/v1/", 4);
@@ -365,6 +473,10 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             reply_typed_error(r, 503, "overloaded_error", "%s", msg);
         else
             reply_sglang_error(r, 503, "%s", msg);
+        return;
+    }
+    if (s->upstream && (rt->needs == NEEDS_MODEL || (rt->needs == NEEDS_VOCAB && !s->vocab))) {
+        reply_upstream_unsupported(s, r, rt);
         return;
     }
     rt->handler(s, req, r);

@@ -42,17 +42,41 @@ size_t conn_guard_cut(conn_guard *g);                    /* connections shut dow
 /* CLOCK_REALTIME now + ms (for pthread_cond_timedwait). */
 struct timespec realtime_in_ms(long ms);
 
+/* ---- the upstream engine (upstream.c): serve --upstream ------------------ */
+
+/* A pool of remote backends to one server, at most cap of them, made as
+ * concurrent requests need them. */
+typedef struct upstream_pool upstream_pool;
+/* Makes the first backend (which asks the server what it is: engine AUTO
+ * resolved here): the server's errors (unreachable, not an engine) stand. */
+tl_status upstream_pool_new(const tl_remote_params *rp, size_t cap, upstream_pool **out, tl_error *err);
+void upstream_pool_free(upstream_pool *p);
+/* The first backend: the names, vocabulary and capabilities the server reports. */
+const tl_backend *upstream_pool_probe(const upstream_pool *p);
+const char *upstream_pool_url(const upstream_pool *p);
+/* A backend for this request alone, carrying w's deadline and cancellation
+ * (waits while cap are in use: TL_ERR_TIMEOUT / TL_ERR_CANCELLED); give it
+ * back with upstream_release. */
+tl_status upstream_acquire(upstream_pool *p, const sched_wait *w, tl_backend **out, tl_error *err);
+void upstream_release(upstream_pool *p, tl_backend *b);
+/* The engine computes: one candidate scored after one token under w
+ * (/health_generate). */
+tl_status upstream_check(upstream_pool *p, const sched_wait *w, tl_error *err);
+
 /* ---- the server ---------------------------------------------------------- */
 
 struct tl_server {
     tl_server_params p;
     char *api_key;
     char *host;
-    const tl_model *model;
-    const tl_vocab *vocab;
+    const tl_model *model;      /* NULL over an upstream engine */
+    const tl_vocab *vocab;      /* the model's; upstream: the --tokenizer GGUF's, or NULL */
+    const char *model_name;     /* what replies name as the model */
     int32_t n_vocab;
-    int32_t n_ctx;
-    tl_backend *shared;         /* tl_backend_shared_new: the one session, merged batches */
+    int32_t n_ctx;              /* upstream: 0 when the server does not say */
+    tl_backend *shared;         /* tl_backend_shared_new: the one session, merged batches; NULL upstream */
+    upstream_pool *upstream;    /* serve --upstream: the remote engine's connections; NULL local */
+    char upstream_desc[300];    /* "llamacpp server at URL" (messages) */
     struct MHD_Daemon *daemon;
     int port;
     pthread_mutex_t mu;
@@ -86,6 +110,8 @@ void tl_server_stream_done(tl_server *s);
 /* What every reply and stream event prints: util's tl_json_dumps (reals in
  * their shortest exact form). Caller frees. */
 static inline char *server_json_dumps(const json_t *j, size_t flags) { return tl_json_dumps(j, flags); }
+/* 200 with an empty text/plain body (/health, /health_generate). */
+void reply_health_ok(tl_http_reply *r);
 /* Serializes j (stolen) as the body with status. */
 void reply_json(tl_http_reply *r, int status, json_t *j);
 /* SGLang-style error: {"error":{"message":msg,"code":status}}. */
@@ -112,7 +138,8 @@ void fail_openai(parse_failure *f, int status, const char *param, const char *co
  * the SGLang API bad parameters and over-long input 400, as SGLang does;
  * OpenAI's endpoints every bad request 400 (an over-long input with code
  * context_length_exceeded), as OpenAI does; all: TIMEOUT 504, CANCELLED 499,
- * NOMEM 503, anything else 500. */
+ * NOMEM 503, an upstream engine's failure (NETWORK, REMOTE) 502,
+ * anything else 500. */
 typedef enum http_api { HTTP_API_TYPED, HTTP_API_SGLANG, HTTP_API_OPENAI } http_api;
 int http_status_for(tl_status st, http_api api);
 /* A generation request's status in api's dialect (SGLang /generate, OpenAI
@@ -362,7 +389,10 @@ size_t server_n_routes(void);
 bool oai_request_check(const tl_server *s, const char *body, size_t len, bool chat, parse_failure *f);
 void handle_completions(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 
-/* Tokens of text[0..n) (no BOS, special-token text not parsed). When the
+/* Tokens of text[0..n) (no BOS, special-token text not parsed); upstream
+ * without a tokenizer here, only the lower bound below (the server is not
+ * asked before the request holds a slot: the decision's own tokenizing meets
+ * the upstream's context limit). When the
  * byte length alone proves it exceeds --max-tokens (n / the vocabulary's
  * longest token), returns TL_ERR_LIMIT with *n_tok = that lower bound and
  * does not tokenize, so an oversized text costs no tokenizer memory. */
@@ -391,6 +421,11 @@ tl_status batch_store_open(tl_server *s, tl_error *err);
 /* Stops the batch runners (their records in flight finish; the output stays
  * resumable) and frees the store. Idempotent. */
 void batch_store_close(tl_server *s);
+
+/* A backend for one request's decision: a client of the shared backend, or
+ * upstream a pooled connection, under w; give it back with server_backend_done. */
+tl_status server_backend_take(tl_server *s, const sched_wait *w, tl_backend **out, tl_error *err);
+void server_backend_done(tl_server *s, tl_backend *b);
 
 /* The per-request wait (deadline + cancellation) from the request. */
 sched_wait server_wait_for(const tl_server *s, const tl_http_request *req);

@@ -1058,8 +1058,9 @@ void handle_tokenize(tl_server *s, const tl_http_request *req, tl_http_reply *r)
         json_array_append_new(tokens, l);
         json_array_append_new(counts, json_integer((json_int_t)nid));
     }
-    reply_json(r, 200, json_pack("{s:O,s:O,s:i}", "tokens", list ? tokens : json_array_get(tokens, 0), "count",
-                                 list ? counts : json_array_get(counts, 0), "max_model_len", s->n_ctx));
+    reply_json(r, 200, json_pack("{s:O,s:O,s:o}", "tokens", list ? tokens : json_array_get(tokens, 0), "count",
+                                 list ? counts : json_array_get(counts, 0), "max_model_len",
+                                 s->n_ctx > 0 ? json_integer(s->n_ctx) : json_null())); /* 0: an upstream that does not say */
 out:
     json_decref(tokens);
     json_decref(counts);
@@ -1130,21 +1131,26 @@ void handle_model_info(tl_server *s, const tl_http_request *req, tl_http_reply *
 }
 
 void handle_health_generate(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    sched_wait w = server_wait_for(s, req);
+    tl_error err = {0};
+    if (s->upstream) { /* the engine behind this server computes */
+        if (upstream_check(s->upstream, &w, &err) != TL_OK)
+            reply_sglang_error(r, 503, "health_generate failed: %s", err.msg);
+        else
+            reply_health_ok(r);
+        return;
+    }
     int32_t bos = tl_vocab_bos(s->vocab);
     int32_t id = bos >= 0 ? bos : 0;
     float *logits = malloc((size_t)s->n_vocab * sizeof *logits);
     tl_seq seq = {.ids = &id, .n = 1, .logits = logits};
-    sched_wait w = server_wait_for(s, req);
-    tl_error err = {0};
     tl_status st = logits ? server_eval(s, &w, &seq, 1, NULL, &err) : TL_ERR_NOMEM;
     free(logits);
     if (st != TL_OK) {
         reply_sglang_error(r, 503, "health_generate failed: %s", err.msg);
         return;
     }
-    r->status = 200;
-    r->content_type = "text/plain";
-    tl_strbuf_clear(&r->body);
+    reply_health_ok(r);
 }
 
 void handle_flush_cache(tl_server *s, const tl_http_request *req, tl_http_reply *r) {

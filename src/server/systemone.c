@@ -398,10 +398,13 @@ fail:
  * SDKs read: one body both kinds of client accept. */
 void handle_models(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
-    char desc[300];
-    snprintf(desc, sizeof desc, "%s (%s, %s) served by typellm %s", tl_model_name(s->model), tl_model_arch(s->model),
-             tl_model_type_name(s->model), TL_VERSION);
-    const char *name = tl_model_name(s->model);
+    char desc[700];
+    if (s->model)
+        snprintf(desc, sizeof desc, "%s (%s, %s) served by typellm %s", s->model_name, tl_model_arch(s->model),
+                 tl_model_type_name(s->model), TL_VERSION);
+    else
+        snprintf(desc, sizeof desc, "%s on the %s, decisions by typellm %s", s->model_name, s->upstream_desc, TL_VERSION);
+    const char *name = s->model_name;
     reply_json(r, 200, json_pack("{s:s,s:[{s:o,s:s,s:I,s:s}],s:[{s:o,s:o,s:s}]}", "object", "list", "data", "id",
                                  json_string_lossy(name, strlen(name)), "object", "model", "created",
                                  (json_int_t)s->started_wall, "owned_by", "typellm", "models", "name",
@@ -452,7 +455,7 @@ void handle_systemone(tl_server *s, const tl_http_request *req, tl_http_reply *r
     }
     json_t *u = json_object_get(result, "usage");
     json_int_t in_tok = json_integer_value(json_object_get(u, "prompt_tokens"));
-    const char *name = tl_model_name(s->model);
+    const char *name = s->model_name;
     /* Extension, x_-prefixed as System One names fields its specification does
      * not define (outside the answers, whose shape the SDKs check): per
      * question the full-vocabulary probability of its labels at the answer

@@ -88,7 +88,7 @@ static const char *endpoint_name(size_t i) { return server_route_path(i); }
 
 void handle_metrics(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     (void)req;
-    metrics_view v = {.endpoint_name = endpoint_name, .model = tl_model_name(s->model)};
+    metrics_view v = {.endpoint_name = endpoint_name, .model = s->model_name};
     tl_backend_shared_stats(s->shared, &v.sched, NULL);
     pthread_mutex_lock(&s->mu);
     v.running = s->in_flight;

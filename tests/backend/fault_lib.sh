@@ -28,6 +28,26 @@ fault_suite() {
   : >"$plan"
 }
 
+# restart_suite ENDPOINT ENGINE DOWN UP: a server restarted mid-decision.
+# One request to ENDPOINT is held (slow) while the function DOWN takes the
+# server away; the proxy answers 502 ("upstream-down") until the function UP
+# has it back on the same port (its cache lost), and the retries carry the
+# decision on to the clean run's values.
+restart_suite() {
+  local ep=$1 engine=$2 down=$3 up=$4 client
+  echo "$ep slow 1" >"$plan"
+  RETRIES=8 dec >"$SCRATCH/f.json" 2>"$SCRATCH/err" &
+  client=$!
+  for _ in $(seq 1 100); do grep -q "^$ep slow" "$log" && break; sleep 0.05; done
+  "$down"
+  sleep 2
+  "$up"
+  wait "$client" || { echo "$engine: the decision should survive a restart: $(cat "$SCRATCH/err")"; exit 1; }
+  same_values "$SCRATCH/clean.json" "$SCRATCH/f.json" "$engine restart"
+  grep -q "upstream-down" "$log" || { echo "$engine: the restart was not seen by the client's requests"; exit 1; }
+  : >"$plan"
+}
+
 # start_proxy UPSTREAM_PORT: sets purl, plan, log.
 start_proxy() {
   plan="$SCRATCH/plan"; : >"$plan"

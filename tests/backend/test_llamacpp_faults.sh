@@ -28,17 +28,8 @@ python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["values"]; assert
 
 fault_suite /completion llamacpp
 
-# Restarted mid-decision: one request is held while the server goes away; the
-# proxy answers 502 until it is back, and the retries carry the decision on.
-echo "/completion slow 1" >"$plan"
-RETRIES=8 dec >"$SCRATCH/f.json" 2>"$SCRATCH/err" &
-client=$!
-for _ in $(seq 1 100); do grep -q "^/completion slow" "$log" && break; sleep 0.05; done
-stop_llama "$LPID"
-sleep 2
-start_llama "$m" "$LPORT"
-wait "$client" || { echo "the decision should survive a restart: $(cat "$SCRATCH/err")"; exit 1; }
-same_values "$SCRATCH/clean.json" "$SCRATCH/f.json" restart
-grep -q "upstream-down" "$log" || { echo "the restart was not seen by the client's requests"; exit 1; }
-: >"$plan"
+# Restarted mid-decision (fault_lib.sh): killed, then started again on its port.
+llama_down() { stop_llama "$LPID"; }
+llama_up() { start_llama "$m" "$LPORT"; }
+restart_suite /completion llamacpp llama_down llama_up
 echo "test_llamacpp_faults: ok"

@@ -5,7 +5,9 @@
 # Retry-After, 429 with and without Retry-After, a timeout, a cut-off or
 # non-JSON reply, a dropped connection) is retried and the values equal a
 # clean run's exactly; a persistent one fails with a message naming the
-# endpoint and the fields left undecided — never a wrong value. Also: the
+# endpoint and the fields left undecided — never a wrong value; a server
+# killed and restarted mid-decision gives the clean values once it is back
+# (fault_lib.sh's restart_suite). Also: the
 # 16-flag batch decision is one /generate after a bounded number of /tokenize
 # calls, and numbers with multipleOf over the proxy equal the local run.
 source "$TL_SRC/tests/server/serve_lib.sh"
@@ -73,6 +75,11 @@ log="$SCRATCH/proxy.port.log"
 dec() { "$TL_BIN" decide --server "$purl" --tokenizer "$m" --chat-template chatml --schema "$SCRATCH/flags.json" \
           --context-text "$ctx" --mode batch --server-timeout 3 --server-retries "${RETRIES:-3}" "$@"; }   # = clean
 fault_suite /generate sglang
+# Restarted mid-decision (fault_lib.sh): typellm serve killed (its cache lost), then started again on its port.
+serve_port=$PORT
+serve_down() { kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
+serve_up() { start_server --model "$m" --threads 1 --quiet --port "$serve_port"; }
+restart_suite /generate sglang serve_down serve_up
 : >"$plan"
 stop_server "$SERVER_PID"
 echo "test_sglang_faults: ok"

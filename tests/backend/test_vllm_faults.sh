@@ -3,7 +3,8 @@
 # backend, through tests/backend/fault_proxy.py in front of `typellm serve`
 # speaking vLLM's /v1/completions shapes: transient faults retried to the clean
 # values, persistent ones a clear error naming vllm, /v1/completions and the
-# fields; and a refused connection names the engine and the server.
+# fields; a server killed and restarted mid-decision gives the clean values
+# once it is back; and a refused connection names the engine and the server.
 source "$TL_SRC/tests/server/serve_lib.sh"
 source "$TL_SRC/tests/backend/llama_server_lib.sh"   # free_port
 source "$TL_SRC/tests/backend/fault_lib.sh"
@@ -27,6 +28,11 @@ dec() { "$TL_BIN" decide --server "$purl" --engine vllm --tokenizer "$m" --schem
           --context-text "$ctx" --mode batch --server-timeout 3 --server-retries "${RETRIES:-3}" "$@"; }
 dec >"$SCRATCH/clean.json"
 fault_suite /v1/completions vllm
+# Restarted mid-decision (fault_lib.sh): typellm serve killed (its cache lost), then started again on its port.
+serve_port=$PORT
+serve_down() { kill -KILL "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
+serve_up() { start_server --model "$m" --threads 1 --quiet --port "$serve_port"; }
+restart_suite /v1/completions vllm serve_down serve_up
 port=$(free_port)
 if "$TL_BIN" decide --server "http://127.0.0.1:$port" --engine vllm --server-retries 0 --schema "$SCRATCH/flags.json" \
   --context-text x 2>"$SCRATCH/err"; then echo "no server must fail"; exit 1; fi
