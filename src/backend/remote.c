@@ -3,7 +3,7 @@
  * failures are retried with exponential backoff (honouring Retry-After); a
  * 2xx reply that is not JSON (cut off, or an intermediary's page) is retried
  * the same way and reported with the parse position when it persists. */
-#define _GNU_SOURCE /* strncasecmp */
+#define _GNU_SOURCE /* strncasecmp, strcasestr */
 #include "backend/remote.h"
 
 #include <stdlib.h>
@@ -203,6 +203,23 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
     return st;
 }
 
+/* Whether an engine's 4xx reply refuses the request as longer than its
+ * context: SGLang's "longer than the model's context length", vLLM's
+ * "maximum context length is", llama.cpp's "exceeds the available context
+ * size", typellm serve's "exceeds the context". The caller's input was too
+ * long (TL_ERR_LIMIT: a 413 in the typed APIs, not a 502), which a backend
+ * that does not know the engine's context (SGLang) cannot check before. */
+static bool context_refusal(long status, const tl_strbuf *reply) {
+    if (status != 400 && status != 413)
+        return false;
+    static const char *const words[] = {"context length", "context size", "exceeds the context", "context window"};
+    const char *text = tl_strbuf_cstr(reply);
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strcasestr(text, words[i]))
+            return true;
+    return false;
+}
+
 tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out, long *status_out, tl_error *err) {
     *out = NULL;
     char *body = NULL;
@@ -217,8 +234,8 @@ tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out
     for (int attempt = 0;; attempt++) {
         st = http_call(r, path, body, &status, &reply, err);
         if (st == TL_OK && (status < 200 || status >= 300)) {
-            st = tl_error_set(err, TL_ERR_REMOTE, "%s: %s answered HTTP %ld: %.300s", r->engine, path, status,
-                              tl_strbuf_cstr(&reply));
+            st = tl_error_set(err, context_refusal(status, &reply) ? TL_ERR_LIMIT : TL_ERR_REMOTE,
+                              "%s: %s answered HTTP %ld: %.300s", r->engine, path, status, tl_strbuf_cstr(&reply));
             break;
         }
         if (st)

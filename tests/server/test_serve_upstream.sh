@@ -17,7 +17,8 @@
 # it (exit 1); requests past --timeout while the upstream hangs are 504, one
 # of them opening a new connection; an upstream killed mid-request is 502
 # naming it, in bounded time; --max-queue still gives 429; free strings
-# without a tokenizer here are a 422 naming --tokenizer.
+# without a tokenizer here are a 422 naming --tokenizer; a context longer than
+# the engine's is 413 (the engine's refusal, read from its 400), not a 502.
 source "$TL_SRC/tests/server/serve_lib.sh"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 m="$TL_FIXTURES/models/qwen2-d64-q8_0.gguf"
@@ -135,6 +136,12 @@ python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:3])
 [ "$(code "$FURL/detokenize" -d '{"tokens":[1,2,3]}')" = 200 ] || { echo "/detokenize with --tokenizer should answer"; exit 1; }
 [ "$(code "$BURL/tokenize" -d "$tok")" = 501 ] && grep -q -- "--tokenizer" "$SCRATCH/body" ||
   { echo "/tokenize without a tokenizer here should be 501 naming --tokenizer: $(cat "$SCRATCH/body")"; exit 1; }
+# A context longer than the engine's, on a front end that cannot count its tokens (SGLang reports
+# no context size, no tokenizer here): the engine's refusal is the caller's 413, not a 502.
+python3 -c 'import json; print(json.dumps({"context": "Checkout is down again. " * 6000,
+  "schema": {"type": "object", "properties": {"outage": {"type": "boolean"}}}}))' >"$SCRATCH/long.json"
+[ "$(code "$BURL/v1/decide" --data-binary @"$SCRATCH/long.json")" = 413 ] && grep -q "context" "$SCRATCH/body" ||
+  { echo "an over-long context through the front end should be 413 naming the context: $(head -c 400 "$SCRATCH/body")"; exit 1; }
 stop_server "$BPID"
 stop_server "$VPID"
 stop_server "$FPID"
