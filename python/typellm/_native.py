@@ -136,7 +136,8 @@ class BatchParams(ctypes.Structure):
                 ("id_field", c_char_p), ("context_column", c_char_p), ("id_column", c_char_p),
                 ("values_only", c_bool), ("overwrite", c_bool), ("n_parallel", c_int),
                 ("max_record_bytes", c_size_t), ("fingerprint_extra", c_char_p),
-                ("new_backend", BATCH_NEW_BACKEND), ("backend_ctx", c_void_p), ("request", BATCH_REQUEST),
+                ("new_backend", BATCH_NEW_BACKEND), ("backend_ctx", c_void_p), ("n_routes", c_int),
+                ("request", BATCH_REQUEST),
                 ("request_ctx", c_void_p), ("request_id_prefix", c_char_p), ("on_progress", BATCH_PROGRESS),
                 ("progress_ctx", c_void_p), ("stop", BATCH_STOP), ("stop_ctx", c_void_p)]
 

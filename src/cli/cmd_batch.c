@@ -88,16 +88,15 @@ typedef struct batch_backends {
     tl_server *server;  /* OpenAI lines on a local model: the server's handlers, socket-free */
 } batch_backends;
 
-/* Worker w's backend: a client of the shared one, or server (w + attempt) %
- * n_servers, so the workers spread over the servers and a record retried
- * after a network failure (attempt > 0) goes to the next one. */
+/* Worker w's backend: a client of the shared one; with several servers
+ * (bp.n_routes) its backend on server index / n_parallel; with one, that
+ * server (a retry after a network failure asks again). */
 static tl_status new_backend(void *ctx, int index, tl_backend **out, tl_error *err) {
     batch_backends *bb = ctx;
     if (bb->shared)
         return tl_backend_shared_client(bb->shared, NULL, out, err);
-    int w = index % bb->n_parallel, attempt = index / bb->n_parallel;
     decide_args a = *bb->a;
-    a.server = bb->servers[(w + attempt) % bb->n_servers];
+    a.server = bb->servers[(index / bb->n_parallel) % bb->n_servers];
     return decide_remote_backend(&a, out, err);
 }
 
@@ -252,6 +251,7 @@ int tl_cmd_batch(int argc, char **argv) {
         bp.fingerprint_extra = extra;
         bp.new_backend = bb.server ? NULL : new_backend;
         bp.backend_ctx = &bb;
+        bp.n_routes = bb.shared ? 0 : bb.n_servers;
         bp.request = server_request;
         bp.request_ctx = &bb;
         bp.on_progress = no_progress ? NULL : on_progress;
