@@ -129,6 +129,26 @@ static tl_status server_request(void *ctx, tl_backend *b, const char *url, const
     return TL_OK;
 }
 
+/* An OpenAI line with --server: forwarded to the record's server as it is.
+ * /v1/decisions is typellm serve's; another engine's 404 becomes the line's
+ * error, naming the engine. */
+static tl_status remote_request(void *ctx, tl_backend *b, const char *url, const char *body, size_t len, int *status,
+                                char **reply, tl_error *err) {
+    (void)ctx;
+    tl_status st = tl_backend_forward(b, url, body, len, status, reply, err);
+    if (!st && (*status == 404 || *status == 405) && !strcmp(url, "/v1/decisions")) {
+        tl_backend_caps caps;
+        tl_backend_capabilities(b, &caps);
+        tl_free(*reply);
+        *reply = NULL;
+        return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                            "/v1/decisions: the %s server answered HTTP %d: decisions over OpenAI lines need "
+                            "typellm serve; for %s, give the records as JSONL with --schema",
+                            caps.engine, *status, caps.engine);
+    }
+    return st;
+}
+
 /* ---- the command -------------------------------------------------------------- */
 
 static bool parse_format(const char *s, tl_batch_format *f) {
@@ -181,7 +201,8 @@ int tl_cmd_batch(int argc, char **argv) {
         "(-m M.gguf | --server URL) [--schema S.json] -i IN.jsonl|IN.csv -o OUT.jsonl|OUT.csv [decide options]",
         "typed decisions over every record of a file, resumable", .opts = opts,
         .epilog = "  Records: JSONL {\"id\", \"context\", \"schema\"?}, CSV with a header row, or OpenAI batch lines\n"
-                  "  {\"custom_id\", \"method\", \"url\", \"body\"} (/v1/decisions, /v1/chat/completions, /v1/completions).\n"
+                  "  {\"custom_id\", \"method\", \"url\", \"body\"} (/v1/decisions, /v1/chat/completions, /v1/completions;\n"
+                  "  with --server, sent to the server as they are).\n"
                   "  Rerunning the same command after a crash or Ctrl-C continues where it stopped.\n"
                   "  --server may be given several times: the records spread over the servers, a dead one skipped.\n"
                   "  --schema is optional when every record brings its own \"schema\".\n"};
@@ -231,9 +252,6 @@ int tl_cmd_batch(int argc, char **argv) {
         tl_shared_params sh = {.session = {.n_threads = (int)a.threads, .cache_mb = (size_t)cache_mb}};
         tl_cli_ctx("batch", model, a.n_ctx, &sh.session);
         st = tl_backend_shared_new(model, &sh, &bb.shared, &err);
-    } else if (!st && bp.format == TL_BATCH_OPENAI) {
-        st = tl_error_set(&err, TL_ERR_UNSUPPORTED,
-                          "OpenAI batch lines run on a local model (-m); with a server, use its /v1/batches");
     }
     tl_batch_progress sum = {0};
     if (!st) {
@@ -252,7 +270,7 @@ int tl_cmd_batch(int argc, char **argv) {
         bp.new_backend = bb.server ? NULL : new_backend;
         bp.backend_ctx = &bb;
         bp.n_routes = bb.shared ? 0 : bb.n_servers;
-        bp.request = server_request;
+        bp.request = bb.server ? server_request : remote_request;
         bp.request_ctx = &bb;
         bp.on_progress = no_progress ? NULL : on_progress;
         bp.progress_ctx = &pv;
