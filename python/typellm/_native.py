@@ -109,7 +109,8 @@ class Strbuf(ctypes.Structure):
 
 class ServerParams(ctypes.Structure):
     _fields_ = [("model_path", c_char_p), ("host", c_char_p), ("port", c_int), ("api_key", c_char_p),
-                ("n_threads", c_int), ("cache_mb", c_size_t), ("max_body", c_size_t), ("max_questions", c_int),
+                ("n_threads", c_int), ("cache_mb", c_size_t), ("max_body", c_size_t), ("max_file_bytes", c_size_t),
+                ("max_questions", c_int),
                 ("max_tokens", c_int), ("max_new_tokens", c_int), ("max_queue", c_int),
                 ("request_timeout_s", c_double), ("header_timeout_s", c_double), ("body_timeout_s", c_double),
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
