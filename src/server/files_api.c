@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,7 +319,12 @@ void handle_files(tl_server *s, const tl_http_request *req, tl_http_reply *r, co
         reply_no_file(r, id);
         return;
     }
-    if (slash && !strcmp(method, "GET")) {
+    int fd = slash && !strcmp(method, "GET") && req->allow_stream ? open(data, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) { /* the transport sends the file as it reads it: a large file is not held in memory */
+        r->status = 200;
+        r->content_type = "application/octet-stream";
+        r->stream_fd = fd;
+    } else if (slash && !strcmp(method, "GET")) {
         char *bytes = NULL;
         size_t len = 0;
         tl_error err = {0};

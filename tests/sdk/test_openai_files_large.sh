@@ -3,8 +3,9 @@
 # --max-body, streamed to --data-dir under --max-file-mb (files_api.c): with
 # --max-body 65536 the official SDK uploads a 48 MiB batch file, the server's
 # peak RSS (VmHWM) grows by less than half the file, files.content gives it
-# back byte for byte; a 40 MiB file under --max-file-mb 32 gets 413
-# file_too_large and leaves nothing in the data directory; other routes keep
+# back byte for byte (sent from the file as it is read: the peak RSS still
+# grows by less than half the file); a 40 MiB file under --max-file-mb 32 gets
+# 413 file_too_large and leaves nothing in the data directory; other routes keep
 # --max-body (a 100 KB /v1/decisions body: 413); a client that hangs up
 # mid-upload leaves no temporary file.
 source "$TL_SRC/tests/server/serve_lib.sh"
@@ -23,6 +24,8 @@ after=$(hwm_kb "$SERVER_PID")
 echo "peak RSS before the 48 MiB upload: $((before / 1024)) MiB, after: $((after / 1024)) MiB"
 [ $((after - before)) -lt $((24 * 1024)) ] || { echo "FAIL: the upload grew the peak RSS by $(((after - before) / 1024)) MiB"; exit 1; }
 check readback "$id" 48
+read_hwm=$(hwm_kb "$SERVER_PID")
+[ $((read_hwm - before)) -lt $((24 * 1024)) ] || { echo "FAIL: reading it back grew the peak RSS by $(((read_hwm - before) / 1024)) MiB"; exit 1; }
 code=$(head -c 100000 /dev/zero | tr '\0' 'x' | curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer files-key" \
   -H "Content-Type: application/json" --data-binary @- "http://127.0.0.1:$PORT/v1/decisions")
 [ "$code" = 413 ] || { echo "FAIL: a 100 KB /v1/decisions body got $code, not 413 (--max-body)"; exit 1; }
