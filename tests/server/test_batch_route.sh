@@ -8,7 +8,9 @@
 #     under 1600 tokens, group B's over), and every line equals the embedded
 #     `typellm batch -m` line (values identical, probabilities within 1e-12);
 #  2. three groups over three servers, one killed (SIGKILL) while the job
-#     runs: every record still completes, no error line, the same lines.
+#     runs: every record still completes, no error line, the same lines;
+#  3. every server unreachable: exit 1 naming it ("every server is out"),
+#     nothing written; the same command with a live server then completes.
 source "$TL_SRC/tests/server/serve_lib.sh"
 M="$TL_FIXTURES/models/llama-spm-d64-f32.gguf"
 S="$TL_SRC/examples/tickets/triage.schema.json"
@@ -74,5 +76,16 @@ timeout 300 "$TL_BIN" batch -m "$M" -t 2 --schema "$S" -i "$SCRATCH/three.jsonl"
   --no-progress 2> /dev/null
 same_as_local "$SCRATCH/three.remote.jsonl" "$SCRATCH/three.local.jsonl"
 [ "$n3" -lt 160 ] || { echo "FAIL: the killed server answered $n3 requests"; exit 1; }
+# 3. no server left
+head -6 "$SCRATCH/two.jsonl" > "$SCRATCH/six.jsonl"
+rc=0
+timeout 60 "$TL_BIN" batch --server http://127.0.0.1:1 --server http://127.0.0.1:2 --tokenizer "$M" --server-retries 0 \
+  --schema "$S" -i "$SCRATCH/six.jsonl" -o "$SCRATCH/six.jsonl.out" --no-progress 2> "$SCRATCH/six.log" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "every server is out" "$SCRATCH/six.log" ||
+  { echo "FAIL: all servers down: exit $rc"; cat "$SCRATCH/six.log"; exit 1; }
+[ ! -s "$SCRATCH/six.jsonl.out" ] || { echo "FAIL: lines written with no server"; exit 1; }
+timeout 60 "$TL_BIN" batch --server "http://127.0.0.1:$P1" --tokenizer "$M" --server-retries 0 --schema "$S" \
+  -i "$SCRATCH/six.jsonl" -o "$SCRATCH/six.jsonl.out" --no-progress 2> /dev/null
+[ "$(grep -c '"values"' "$SCRATCH/six.jsonl.out")" -eq 6 ] || { echo "FAIL: the rerun did not complete"; exit 1; }
 stop_server "$PID1"; stop_server "$PID2"
 echo "test_batch_route: ok (groups kept apart: $a1/$b1 and $a2/$b2; the killed server had answered $n3 of 480)"
