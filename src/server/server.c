@@ -391,6 +391,10 @@ static size_t discard_limit(const tl_server *s) {
     return s->p.max_body > lim / 4 ? s->p.max_body * 4 : lim;
 }
 
+/* POST /v1/files bodies may take the body deadline plus their size at this
+ * rate (bytes/s): 200 MiB at 256 KiB/s is 800 s more. */
+#define UPLOAD_MIN_RATE (256.0 * 1024)
+
 /* A failed upload's bytes are dropped up to this many before the reply. */
 static uint64_t upload_drop_limit(const tl_server *s) {
     uint64_t file = s->p.max_file_bytes ? s->p.max_file_bytes : FILES_DEFAULT_MAX_BYTES;
@@ -482,6 +486,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (!(cs->upload = files_upload_begin(s, declared)))
                 return MHD_NO;
             cs->too_large = true; /* nothing goes into body */
+            /* a large file at a slow client's pace: at least UPLOAD_MIN_RATE bytes/s */
+            uint64_t expect = declared && declared < upload_drop_limit(s) ? declared : upload_drop_limit(s);
+            conn_guard_body_extend(s->guard, guard_entry(c), (double)expect / UPLOAD_MIN_RATE);
             if (declared <= upload_drop_limit(s))
                 return MHD_YES;
             cs->upload_failed = true; /* it says it is too large: the 413 goes out at once */

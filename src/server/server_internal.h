@@ -36,6 +36,8 @@ void conn_guard_free(conn_guard *g);
 conn_entry *conn_guard_open(conn_guard *g, int fd); /* a connection starts (waiting for headers) */
 void conn_guard_close(conn_guard *g, conn_entry *e);
 void conn_guard_body(conn_guard *g, conn_entry *e);      /* headers in, body arriving */
+/* This body (a file upload) may take extra_s seconds more than body_s. */
+void conn_guard_body_extend(conn_guard *g, conn_entry *e, double extra_s);
 void conn_guard_answering(conn_guard *g, conn_entry *e); /* request complete: no deadline here */
 void conn_guard_idle(conn_guard *g, conn_entry *e);      /* reply sent: waiting for the next headers */
 size_t conn_guard_cut(conn_guard *g);                    /* connections shut down so far */
