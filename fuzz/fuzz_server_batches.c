@@ -3,8 +3,10 @@
  * route (POST /v1/files with the rest as a multipart body, POST /v1/batches
  * with it as JSON, GET / DELETE / cancel with it as the id); every reply must
  * be 200 or an OpenAI error (400, 404, 405, 409), never a crash or a 5xx. An
- * uploaded file is deleted again so the data directory (a temporary folder)
- * does not grow. The model (qwen2-d64-q8_0) comes from $TL_FIXTURES.
+ * upload is also streamed as the HTTP transport does (files_upload_feed in
+ * pieces of 1 to 32 bytes, form_stream.c) and must get the same status as the
+ * whole body. An uploaded file is deleted again so the data directory (a
+ * temporary folder) does not grow. The model (qwen2-d64-q8_0) comes from $TL_FIXTURES.
  * Seeds: fuzz/corpus/server_batches/. */
 #include <jansson.h>
 #include <stdio.h>
@@ -44,6 +46,41 @@ static int handle(const char *method, const char *path, const char *body, size_t
     return st;
 }
 
+/* Deletes the file a 200 reply to POST /v1/files names. */
+static void delete_uploaded(const tl_http_reply *r) {
+    json_t *j = json_loadb(r->body.buf, r->body.len, 0, NULL);
+    const char *fid = json_string_value(json_object_get(j, "id"));
+    if (!fid)
+        __builtin_trap();
+    char path[256];
+    snprintf(path, sizeof path, "/v1/files/%s", fid);
+    tl_http_reply d;
+    if (handle("DELETE", path, NULL, 0, &d) != 200)
+        __builtin_trap();
+    tl_http_reply_free(&d);
+    json_decref(j);
+}
+
+/* body[0..len) as the transport streams it, in pieces of 1..32 bytes. */
+static int upload_in_pieces(const char *body, size_t len, unsigned seed) {
+    files_upload *u = files_upload_begin(server, len);
+    if (!u)
+        __builtin_trap();
+    for (size_t off = 0; off < len;) {
+        size_t k = 1 + (seed = seed * 1103515245u + 12345u) % 32;
+        k = k < len - off ? k : len - off;
+        files_upload_feed(u, body + off, k);
+        off += k;
+    }
+    tl_http_reply r = {.status = 500, .stream_fd = -1};
+    files_upload_end(u, &r);
+    int st = r.status;
+    if (st == 200)
+        delete_uploaded(&r);
+    tl_http_reply_free(&r);
+    return st;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1)
         return 0;
@@ -56,18 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tl_http_reply r;
     switch (data[0] % 6) {
     case 0:
-        if (handle("POST", "/v1/files", body, len, &r) == 200) {
-            json_t *j = json_loadb(r.body.buf, r.body.len, 0, NULL);
-            const char *fid = json_string_value(json_object_get(j, "id"));
-            if (!fid)
-                __builtin_trap();
-            snprintf(path, sizeof path, "/v1/files/%s", fid);
-            tl_http_reply d;
-            if (handle("DELETE", path, NULL, 0, &d) != 200)
-                __builtin_trap();
-            tl_http_reply_free(&d);
-            json_decref(j);
-        }
+        if (handle("POST", "/v1/files", body, len, &r) == 200)
+            delete_uploaded(&r);
+        if (upload_in_pieces(body, len, data[0]) != r.status)
+            __builtin_trap();
         break;
     case 1:
         handle("POST", "/v1/batches", body, len, &r);

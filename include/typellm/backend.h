@@ -227,6 +227,16 @@ TL_API tl_status tl_backend_score(tl_backend *b, tl_score_req *reqs, size_t k, t
 TL_API tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, float *logits,
                                         tl_usage *usage, tl_error *err);
 
+/* POSTs body[0..len) to path ("/v1/chat/completions", ...) on a remote
+ * backend's server as it is, with the backend's key, timeout and retries:
+ * *status the server's HTTP status (4xx and, once the retries are spent,
+ * 429 / 5xx included), *reply its body (caller tl_free()s). For requests
+ * the server answers itself, e.g. the OpenAI batch lines of `typellm batch
+ * --server`. Errors: TL_ERR_UNSUPPORTED (local and shared backends),
+ * TL_ERR_NETWORK / TL_ERR_TIMEOUT (the server not reached). */
+TL_API tl_status tl_backend_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                                    char **reply, tl_error *err);
+
 /* ---- evaluation (local-engine backends: local and shared) --------------------- */
 
 /* k sequences in one batched step (model.h's tl_seq: full logits and/or

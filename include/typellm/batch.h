@@ -26,9 +26,9 @@
  *
  * Threads: n_parallel workers, each with its own backend from
  * params.new_backend (e.g. clients of one shared backend, whose batching
- * merges their forward passes); output order is kept with a reorder window
- * of a few records per worker, so memory is bounded by the configuration,
- * not the file. */
+ * merges their forward passes; or one per server, n_routes); output order
+ * is kept with a reorder window of a few records per worker, so memory is
+ * bounded by the configuration, not the file. */
 #ifndef TYPELLM_BATCH_H
 #define TYPELLM_BATCH_H
 
@@ -88,6 +88,14 @@ typedef struct tl_batch_params {
      * next server) and retries the record there. */
     tl_status (*new_backend)(void *ctx, int worker, tl_backend **out, tl_error *err);
     void *backend_ctx;
+    /* > 1: the backends are n_routes servers and each record is routed to
+     * one by its prefix (its schema, then its context's first bytes; an
+     * OpenAI line's url and body): records that begin alike go to the same
+     * server, whose prefix cache then holds that beginning, within a bounded
+     * share of the records in flight; a server that cannot be reached is
+     * taken out for 30 s and its records retried on the others. Worker i's
+     * backend on route r is new_backend(ctx, i + r * n_parallel). */
+    int n_routes;
     /* Runs one OpenAI line (POST url with body[0..len)) on worker's backend
      * (NULL when new_backend is NULL): *status the HTTP status, *reply its
      * JSON body (malloc'd). Required for the OpenAI format. */

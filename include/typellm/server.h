@@ -40,6 +40,7 @@ typedef struct tl_server_params {
     int n_threads;            /* engine threads; <= 0: all cores */
     size_t cache_mb;          /* prefix-cache budget; 0: engine default */
     size_t max_body;          /* request body limit in bytes; 0: 8 MiB */
+    size_t max_file_bytes;    /* POST /v1/files uploads (streamed to --data-dir, not held): 0: 200 MiB */
     int max_questions;        /* per /v1/systemone request; 0: 256 */
     int max_tokens;           /* prompt tokens per request (state + question); 0: the model context */
     int max_new_tokens;       /* cap on /generate max_new_tokens; 0: 4096 */

@@ -110,7 +110,8 @@ class Strbuf(ctypes.Structure):
 
 class ServerParams(ctypes.Structure):
     _fields_ = [("model_path", c_char_p), ("host", c_char_p), ("port", c_int), ("api_key", c_char_p),
-                ("n_threads", c_int), ("cache_mb", c_size_t), ("max_body", c_size_t), ("max_questions", c_int),
+                ("n_threads", c_int), ("cache_mb", c_size_t), ("max_body", c_size_t), ("max_file_bytes", c_size_t),
+                ("max_questions", c_int),
                 ("max_tokens", c_int), ("max_new_tokens", c_int), ("max_queue", c_int),
                 ("request_timeout_s", c_double), ("header_timeout_s", c_double), ("body_timeout_s", c_double),
                 ("max_client_conns", c_int), ("drain_timeout_s", c_double), ("log", c_void_p),
@@ -138,7 +139,8 @@ class BatchParams(ctypes.Structure):
                 ("id_field", c_char_p), ("context_column", c_char_p), ("id_column", c_char_p),
                 ("values_only", c_bool), ("overwrite", c_bool), ("n_parallel", c_int),
                 ("max_record_bytes", c_size_t), ("fingerprint_extra", c_char_p),
-                ("new_backend", BATCH_NEW_BACKEND), ("backend_ctx", c_void_p), ("request", BATCH_REQUEST),
+                ("new_backend", BATCH_NEW_BACKEND), ("backend_ctx", c_void_p), ("n_routes", c_int),
+                ("request", BATCH_REQUEST),
                 ("request_ctx", c_void_p), ("request_id_prefix", c_char_p), ("on_progress", BATCH_PROGRESS),
                 ("progress_ctx", c_void_p), ("stop", BATCH_STOP), ("stop_ctx", c_void_p)]
 

@@ -68,6 +68,16 @@ tl_status tl_backend_next_logits(tl_backend *b, const int32_t *ids, size_t n, fl
     return st ? st : b->ops->next_logits(b, ids, n, logits, usage, err);
 }
 
+tl_status tl_backend_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                             char **reply, tl_error *err) {
+    if (!b || !path || path[0] != '/' || (!body && len) || !status || !reply)
+        return tl_error_set(err, TL_ERR_INVALID, "backend: forward: missing backend, path, status or reply");
+    *reply = NULL;
+    if (!b->ops->forward)
+        return tl_error_set(err, TL_ERR_UNSUPPORTED, "backend: %s backends do not forward requests", b->ops->kind);
+    return b->ops->forward(b, path, body ? body : "", len, status, reply, err);
+}
+
 const char *tl_backend_kind(const tl_backend *b) { return b ? b->ops->kind : "none"; }
 const char *tl_backend_model_name(const tl_backend *b) { return b ? b->model_name : NULL; }
 int32_t tl_backend_n_vocab(const tl_backend *b) { return b ? b->n_vocab : 0; }

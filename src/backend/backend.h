@@ -44,6 +44,10 @@ typedef struct tl_backend_ops {
      * large allowed sets (strings), so a step costs two small replies. */
     tl_status (*score_greedy)(tl_backend *b, const int32_t *ids, size_t n, const int32_t *allowed, size_t k,
                               int32_t *best, double *lp_full, double *log_mass, tl_usage *usage, tl_error *err);
+    /* A request passed to the server as it is (remote backends; NULL
+     * elsewhere): tl_backend_forward. */
+    tl_status (*forward)(tl_backend *b, const char *path, const char *body, size_t len, int *status, char **reply,
+                         tl_error *err);
 } tl_backend_ops;
 
 /* HTTP requests a remote backend has made so far, by endpoint (all zero for

@@ -122,8 +122,8 @@ void tl_remote_free(tl_remote *r) {
  * HTTP status; reply the body. Network failures after all retries are
  * TL_ERR_NETWORK (TL_ERR_TIMEOUT for timeouts); 429/5xx after all retries
  * TL_ERR_REMOTE. */
-static tl_status http_call(tl_remote *r, const char *path, const char *body, long *status, tl_strbuf *reply,
-                           tl_error *err) {
+static tl_status http_call(tl_remote *r, const char *path, const char *body, size_t body_len, long *status,
+                           tl_strbuf *reply, tl_error *err) {
     char url[2048];
     snprintf(url, sizeof url, "%s%s", r->base, path);
     pthread_mutex_lock(&r->mu);
@@ -166,7 +166,7 @@ static tl_status http_call(tl_remote *r, const char *path, const char *body, lon
         if (body) {
             curl_easy_setopt(c, CURLOPT_POST, 1L);
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
         }
         CURLcode cc = curl_easy_perform(c);
         curl_slist_free_all(hdrs);
@@ -232,7 +232,7 @@ tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out
     long status = 0;
     tl_status st = TL_OK;
     for (int attempt = 0;; attempt++) {
-        st = http_call(r, path, body, &status, &reply, err);
+        st = http_call(r, path, body, body ? strlen(body) : 0, &status, &reply, err);
         if (st == TL_OK && (status < 200 || status >= 300)) {
             st = tl_error_set(err, context_refusal(status, &reply) ? TL_ERR_LIMIT : TL_ERR_REMOTE,
                               "%s: %s answered HTTP %ld: %.300s", r->engine, path, status, tl_strbuf_cstr(&reply));
@@ -259,6 +259,31 @@ tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out
     free(body);
     tl_strbuf_free(&reply);
     return st;
+}
+
+tl_status tl_remote_forward(tl_remote *r, const char *path, const char *body, size_t len, int *status, char **reply,
+                            tl_error *err) {
+    *reply = NULL;
+    *status = 0;
+    tl_strbuf rep = TL_STRBUF_INIT;
+    long code = 0;
+    tl_status st = http_call(r, path, body, len, &code, &rep, err);
+    if (st == TL_ERR_REMOTE && code) /* 429 / 5xx after the retries: an answer all the same */
+        st = TL_OK;
+    if (!st) {
+        *status = (int)code;
+        *reply = rep.buf ? tl_strbuf_detach(&rep) : strdup("");
+        if (!*reply)
+            st = tl_error_set(err, TL_ERR_NOMEM, "%s: out of memory", r->engine);
+    }
+    tl_strbuf_free(&rep);
+    return st;
+}
+
+tl_status tl_remote_impl_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                                 char **reply, tl_error *err) {
+    tl_remote_impl *im = b->impl;
+    return tl_remote_forward(&im->rem, path, body, len, status, reply, err);
 }
 
 json_t *tl_remote_ids_json(const int32_t *ids, size_t n) {

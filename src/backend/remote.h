@@ -56,6 +56,12 @@ tl_status tl_remote_call(tl_remote *r, const char *path, json_t *j, json_t **out
  * backoff outlives the deadline (TL_ERR_TIMEOUT), and a transfer is aborted
  * when cancelled() turns true (TL_ERR_CANCELLED). */
 void tl_remote_set_limits(tl_remote *r, const tl_call_limits *limits);
+/* POSTs body[0..len) to path as it is (the backends' forward op): *status
+ * the final HTTP status (429 / 5xx too, once the retries are spent), *reply
+ * its body (malloc'd). Errors: the server not reached (TL_ERR_NETWORK /
+ * TL_ERR_TIMEOUT), no memory. */
+tl_status tl_remote_forward(tl_remote *r, const char *path, const char *body, size_t len, int *status, char **reply,
+                            tl_error *err);
 
 json_t *tl_remote_ids_json(const int32_t *ids, size_t n);
 
@@ -85,6 +91,9 @@ typedef struct tl_remote_impl {
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
                                 const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
                                 tl_error *err);
+/* The forward op of a backend whose impl is a tl_remote_impl. */
+tl_status tl_remote_impl_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                                 char **reply, tl_error *err);
 /* Frees a backend whose impl is a tl_remote_impl. */
 void tl_remote_backend_free(tl_backend *b);
 

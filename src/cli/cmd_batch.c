@@ -88,16 +88,15 @@ typedef struct batch_backends {
     tl_server *server;  /* OpenAI lines on a local model: the server's handlers, socket-free */
 } batch_backends;
 
-/* Worker w's backend: a client of the shared one, or server (w + attempt) %
- * n_servers, so the workers spread over the servers and a record retried
- * after a network failure (attempt > 0) goes to the next one. */
+/* Worker w's backend: a client of the shared one; with several servers
+ * (bp.n_routes) its backend on server index / n_parallel; with one, that
+ * server (a retry after a network failure asks again). */
 static tl_status new_backend(void *ctx, int index, tl_backend **out, tl_error *err) {
     batch_backends *bb = ctx;
     if (bb->shared)
         return tl_backend_shared_client(bb->shared, NULL, out, err);
-    int w = index % bb->n_parallel, attempt = index / bb->n_parallel;
     decide_args a = *bb->a;
-    a.server = bb->servers[(w + attempt) % bb->n_servers];
+    a.server = bb->servers[(index / bb->n_parallel) % bb->n_servers];
     return decide_remote_backend(&a, out, err);
 }
 
@@ -128,6 +127,26 @@ static tl_status server_request(void *ctx, tl_backend *b, const char *url, const
     if (!*reply)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
     return TL_OK;
+}
+
+/* An OpenAI line with --server: forwarded to the record's server as it is.
+ * /v1/decisions is typellm serve's; another engine's 404 becomes the line's
+ * error, naming the engine. */
+static tl_status remote_request(void *ctx, tl_backend *b, const char *url, const char *body, size_t len, int *status,
+                                char **reply, tl_error *err) {
+    (void)ctx;
+    tl_status st = tl_backend_forward(b, url, body, len, status, reply, err);
+    if (!st && (*status == 404 || *status == 405) && !strcmp(url, "/v1/decisions")) {
+        tl_backend_caps caps;
+        tl_backend_capabilities(b, &caps);
+        tl_free(*reply);
+        *reply = NULL;
+        return tl_error_set(err, TL_ERR_UNSUPPORTED,
+                            "/v1/decisions: the %s server answered HTTP %d: decisions over OpenAI lines need "
+                            "typellm serve; for %s, give the records as JSONL with --schema",
+                            caps.engine, *status, caps.engine);
+    }
+    return st;
 }
 
 /* ---- the command -------------------------------------------------------------- */
@@ -182,7 +201,8 @@ int tl_cmd_batch(int argc, char **argv) {
         "(-m M.gguf | --server URL) [--schema S.json] -i IN.jsonl|IN.csv -o OUT.jsonl|OUT.csv [decide options]",
         "typed decisions over every record of a file, resumable", .opts = opts,
         .epilog = "  Records: JSONL {\"id\", \"context\", \"schema\"?}, CSV with a header row, or OpenAI batch lines\n"
-                  "  {\"custom_id\", \"method\", \"url\", \"body\"} (/v1/decisions, /v1/chat/completions, /v1/completions).\n"
+                  "  {\"custom_id\", \"method\", \"url\", \"body\"} (/v1/decisions, /v1/chat/completions, /v1/completions;\n"
+                  "  with --server, sent to the server as they are).\n"
                   "  Rerunning the same command after a crash or Ctrl-C continues where it stopped.\n"
                   "  --server may be given several times: the records spread over the servers, a dead one skipped.\n"
                   "  --schema is optional when every record brings its own \"schema\".\n"};
@@ -233,9 +253,6 @@ int tl_cmd_batch(int argc, char **argv) {
                                            .cache_type_k = a.cache_k, .cache_type_v = a.cache_v}};
         tl_cli_ctx("batch", model, a.n_ctx, &sh.session);
         st = tl_backend_shared_new(model, &sh, &bb.shared, &err);
-    } else if (!st && bp.format == TL_BATCH_OPENAI) {
-        st = tl_error_set(&err, TL_ERR_UNSUPPORTED,
-                          "OpenAI batch lines run on a local model (-m); with a server, use its /v1/batches");
     }
     tl_batch_progress sum = {0};
     if (!st) {
@@ -253,7 +270,8 @@ int tl_cmd_batch(int argc, char **argv) {
         bp.fingerprint_extra = extra;
         bp.new_backend = bb.server ? NULL : new_backend;
         bp.backend_ctx = &bb;
-        bp.request = server_request;
+        bp.n_routes = bb.shared ? 0 : bb.n_servers;
+        bp.request = bb.server ? server_request : remote_request;
         bp.request_ctx = &bb;
         bp.on_progress = no_progress ? NULL : on_progress;
         bp.progress_ctx = &pv;

@@ -45,7 +45,7 @@ int tl_cmd_serve(int argc, char **argv) {
          timeout = 0, n_ctx = 0;
     bool quiet = false, no_mmap = false, extend = false;
     const char *log_format = "text";
-    long step_tokens = -1;
+    long step_tokens = -1, max_file_mb = 0;
     p.api_key = getenv("TYPELLM_API_KEY");
     if (p.api_key && !*p.api_key)
         p.api_key = NULL;
@@ -67,6 +67,8 @@ int tl_cmd_serve(int argc, char **argv) {
          .help = "prefix-cache budget in MiB (default: engine's)"},
         {0, "max-body", TL_OPT_LONG, &max_body, .min = 1, .max = 1L << 40, .metavar = "BYTES",
          .help = "request body limit (default 8388608)"},
+        {0, "max-file-mb", TL_OPT_LONG, &max_file_mb, .min = 1, .max = 1L << 30, .metavar = "N",
+         .help = "POST /v1/files uploads, streamed to --data-dir (default 200)"},
         {0, "max-questions", TL_OPT_LONG, &max_questions, .min = 1, .max = 1 << 20, .metavar = "N",
          .help = "questions per /v1/systemone request (default 256)"},
         {0, "max-tokens", TL_OPT_LONG, &max_tokens, .min = 1, .max = 1 << 30, .metavar = "N",
@@ -117,6 +119,7 @@ int tl_cmd_serve(int argc, char **argv) {
     p.cache_type_k = cache_k;
     p.cache_type_v = cache_v;
     p.max_body = (size_t)max_body;
+    p.max_file_bytes = (size_t)max_file_mb << 20;
     p.max_questions = (int)max_questions;
     p.max_tokens = (int)max_tokens;
     p.max_queue = (int)max_queue;

@@ -118,6 +118,9 @@ bool tl_number_spec_prefix_viable(const tl_number_spec *spec, const char *prefix
 typedef struct tl_number_index tl_number_index;
 
 tl_status tl_number_index_new(const tl_vocab *v, tl_number_index **out, tl_error *err);
+/* v's one index, built on first use and freed with v (tl_vocab_memo): what
+ * decisions use, so records over one model share it. Not freed by the caller. */
+tl_status tl_number_index_of(const tl_vocab *v, const tl_number_index **out, tl_error *err);
 /* For vocabularies known only through their token bytes (tests, tools). */
 typedef size_t (*tl_token_bytes_fn)(void *ctx, int32_t id, char *buf, size_t cap);
 tl_status tl_number_index_new_custom(int32_t n_tokens, tl_token_bytes_fn token_bytes, void *ctx,

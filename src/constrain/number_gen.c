@@ -140,16 +140,14 @@ tl_status tl_number_generate(tl_backend *b, const tl_number_index *idx, const tl
             out->sum_logprob_allowed = out->sum_logprob_full = NAN;
         return rs;
     }
-    tl_number_index *own = NULL;
     tl_number_automaton *a = NULL;
     tl_step_run run = {0};
     tl_status st = TL_OK;
     if (!idx) {
         if (!b->vocab)
             return tl_error_set(err, TL_ERR_INVALID, "number: the backend has no vocabulary to index");
-        if ((st = tl_number_index_new(b->vocab, &own, err)))
+        if ((st = tl_number_index_of(b->vocab, &idx, err)))
             return st;
-        idx = own;
     }
     if (b->n_vocab < tl_number_index_n_tokens(idx)) {
         st = tl_error_set(err, TL_ERR_INVALID, "number: index has %d tokens, the backend's logits only %d",
@@ -188,6 +186,5 @@ done:
         out->usage = u;
     }
     tl_number_automaton_free(a);
-    tl_number_index_free(own);
     return st;
 }

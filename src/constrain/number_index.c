@@ -75,6 +75,22 @@ tl_status tl_number_index_new(const tl_vocab *v, tl_number_index **out, tl_error
     return tl_number_index_new_custom(tl_vocab_n_tokens(v), vocab_token_bytes, (void *)v, out, err);
 }
 
+static tl_status build_for_memo(const tl_vocab *v, void **out, tl_error *err) {
+    tl_number_index *idx = NULL;
+    tl_status st = tl_number_index_new(v, &idx, err);
+    *out = idx;
+    return st;
+}
+
+static void free_for_memo(void *idx) { tl_number_index_free(idx); }
+
+tl_status tl_number_index_of(const tl_vocab *v, const tl_number_index **out, tl_error *err) {
+    void *idx = NULL;
+    tl_status st = tl_vocab_memo(v, TL_VOCAB_MEMO_NUMBER_INDEX, build_for_memo, free_for_memo, &idx, err);
+    *out = idx;
+    return st;
+}
+
 void tl_number_index_free(tl_number_index *idx) {
     if (!idx)
         return;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "decide/batch_input.h"
+#include "decide/batch_route.h"
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/json_text.h"
@@ -42,6 +43,7 @@ typedef struct batch_job {
     batch_fields bf;
     bool csv_out;
     tl_schema *schema;          /* the default schema, or NULL */
+    batch_router *router;       /* n_routes > 1: which route each record runs on */
     char **keys;                /* CSV output columns: the default schema's property keys */
     size_t n_keys;
     uint64_t next_index;        /* records taken */
@@ -438,19 +440,115 @@ static void drain(batch_job *j) {
 typedef struct worker {
     batch_job *j;
     int index;
+    tl_backend *b;       /* without routes: its backend */
+    tl_backend **routes; /* with routes: its backend on each (made when first needed) */
 } worker;
+
+static bool unreachable(tl_status st) { return st == TL_ERR_NETWORK || st == TL_ERR_TIMEOUT; }
+
+/* The line of a record that could not be sent anywhere. */
+static bool unsent_line(const batch_job *j, const batch_task *t, const tl_error *e, tl_strbuf *sb) {
+    tl_usage none = {0};
+    const char *code = tl_status_name(e->code);
+    return j->bf.openai ? openai_line(j, t, 0, NULL, e->msg, code, &none, sb) : error_line(j, t, e->msg, code, sb);
+}
+
+/* Without routes: t on the worker's backend. One that cannot be reached (a
+ * server down) is replaced by the backend new_backend gives for the next
+ * attempt (the caller's next server) and t retried there, up to
+ * MAX_ELSEWHERE times. */
+static bool run_here(worker *w, batch_task *t, tl_usage *u, bool *is_error, tl_strbuf *line, tl_error *e) {
+    batch_job *j = w->j;
+    const tl_batch_params *p = j->p;
+    bool ok = run_task(j, w->b, t, u, is_error, line, e);
+    for (int attempt = 1; ok && *is_error && attempt <= MAX_ELSEWHERE && p->new_backend && unreachable(e->code);
+         attempt++) {
+        tl_backend *nb = NULL;
+        tl_error be = {0};
+        if (p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &nb, &be))
+            break;
+        tl_backend_free(w->b);
+        w->b = nb;
+        tl_strbuf_clear(line);
+        memset(e, 0, sizeof *e);
+        *u = (tl_usage){0};
+        ok = run_task(j, w->b, t, u, is_error, line, e);
+    }
+    return ok;
+}
+
+/* With routes: t on the route the router picks for its prefix
+ * (batch_route.h). A route whose server cannot be reached (when its backend
+ * is made or while t runs) is taken out and t retried on the next pick, up
+ * to MAX_ELSEWHERE times; then t gets an error line. *fatal (with *e): no
+ * route is left, or a backend failed otherwise: the job stops (resumable). */
+static bool run_routed(worker *w, batch_task *t, tl_usage *u, bool *is_error, tl_strbuf *line, tl_error *e,
+                       bool *fatal) {
+    batch_job *j = w->j;
+    const tl_batch_params *p = j->p;
+    uint64_t h[BATCH_ROUTE_MAX_BLOCKS];
+    size_t n = 0;
+    if (j->bf.openai) {
+        batch_route_key(t->url, t->url ? strlen(t->url) : 0, t->body, t->body_len, h, BATCH_ROUTE_MAX_BLOCKS, &n);
+    } else {
+        char *own = t->schema ? tl_json_dumps(t->schema, JSON_COMPACT) : NULL;
+        const char *head = own ? own : p->schema_json;
+        batch_route_key(head, own ? strlen(own) : p->schema_len, t->context, t->context_len, h, BATCH_ROUTE_MAX_BLOCKS,
+                        &n);
+        free(own);
+    }
+    tl_error last = {0};
+    for (int attempt = 0; attempt <= MAX_ELSEWHERE; attempt++) {
+        int r = batch_router_pick(j->router, h, n);
+        if (r < 0) {
+            *fatal = true;
+            tl_error_set(e, last.code ? last.code : TL_ERR_NETWORK,
+                         "every server is out (the last failure: %s); rerun the same command to resume",
+                         last.code ? last.msg : "none");
+            return true;
+        }
+        tl_status st = TL_OK;
+        memset(e, 0, sizeof *e);
+        if (!w->routes[r])
+            st = p->new_backend(p->backend_ctx, w->index + r * j->n_workers, &w->routes[r], e);
+        bool ok = true;
+        if (!st) {
+            tl_strbuf_clear(line);
+            *u = (tl_usage){0};
+            ok = run_task(j, w->routes[r], t, u, is_error, line, e);
+        }
+        batch_router_done(j->router, r);
+        if (st && !unreachable(st)) {
+            *fatal = true;
+            return true;
+        }
+        if (!ok || !(st || (*is_error && unreachable(e->code))))
+            return ok;
+        batch_router_fail(j->router, r);
+        tl_backend_free(w->routes[r]);
+        w->routes[r] = NULL;
+        last = *e;
+        if (st && attempt == MAX_ELSEWHERE) {
+            tl_strbuf_clear(line);
+            *is_error = true;
+            return unsent_line(j, t, e, line);
+        }
+    }
+    return true;
+}
 
 static void *worker_main(void *arg) {
     worker *w = arg;
     batch_job *j = w->j;
     const tl_batch_params *p = j->p;
-    tl_backend *b = NULL;
     tl_error e = {0};
     /* A backend that cannot be had (a server down at the start): the next attempt's. */
     tl_status bst = TL_OK;
-    for (int attempt = 0; p->new_backend && attempt <= MAX_ELSEWHERE; attempt++)
-        if (!(bst = p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &b, &e)))
+    for (int attempt = 0; p->new_backend && !j->router && attempt <= MAX_ELSEWHERE; attempt++)
+        if (!(bst = p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &w->b, &e)))
             break;
+    if (!bst && j->router && !(w->routes = calloc((size_t)p->n_routes, sizeof *w->routes)))
+        bst = tl_error_set(&e, TL_ERR_NOMEM, "out of memory");
     if (bst) {
         pthread_mutex_lock(&j->mu);
         job_fail(j, &e);
@@ -492,30 +590,20 @@ static void *worker_main(void *arg) {
         if (!j->rd.csv && !t.err_msg[0])
             batch_task_from_json(raw.buf ? raw.buf : "", rec.too_big ? j->rd.max_bytes : raw.len, &rec, &j->bf, &t);
         tl_usage u = {0};
-        bool is_error = false;
+        bool is_error = false, fatal = false;
         tl_strbuf_clear(&line);
-        bool ok = run_task(j, b, &t, &u, &is_error, &line, &e);
-        /* A backend that cannot be reached (a server down): the record is
-         * retried on the backend new_backend gives for the next attempt (the
-         * caller's next server), up to MAX_ELSEWHERE times. */
-        for (int attempt = 1; ok && is_error && attempt <= MAX_ELSEWHERE && p->new_backend &&
-                              (e.code == TL_ERR_NETWORK || e.code == TL_ERR_TIMEOUT);
-             attempt++) {
-            tl_backend *nb = NULL;
-            tl_error be = {0};
-            if (p->new_backend(p->backend_ctx, w->index + attempt * j->n_workers, &nb, &be))
-                break;
-            tl_backend_free(b);
-            b = nb;
-            tl_strbuf_clear(&line);
-            memset(&e, 0, sizeof e);
-            u = (tl_usage){0};
-            ok = run_task(j, b, &t, &u, &is_error, &line, &e);
-        }
+        memset(&e, 0, sizeof e);
+        /* A malformed record needs no backend: its error line is written wherever. */
+        bool ok = j->router && !t.err_msg[0] ? run_routed(w, &t, &u, &is_error, &line, &e, &fatal)
+                                            : run_here(w, &t, &u, &is_error, &line, &e);
         uint64_t index = t.index;
         batch_task_clear(&t);
 
         pthread_mutex_lock(&j->mu);
+        if (fatal) {
+            job_fail(j, &e);
+            break;
+        }
         if (!ok) {
             tl_error_set(&e, TL_ERR_NOMEM, "out of memory building an output line");
             job_fail(j, &e);
@@ -531,7 +619,10 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&j->mu);
     tl_strbuf_free(&raw);
     tl_strbuf_free(&line);
-    tl_backend_free(b);
+    tl_backend_free(w->b);
+    for (int r = 0; w->routes && r < p->n_routes; r++)
+        tl_backend_free(w->routes[r]);
+    free(w->routes);
     return NULL;
 }
 
@@ -725,6 +816,8 @@ tl_status tl_batch_run(const tl_batch_params *p, tl_batch_progress *summary, tl_
     int n = p->n_parallel > 0 ? p->n_parallel : DEFAULT_PARALLEL;
     j->window = (size_t)n * 4 < 16 ? 16 : (size_t)n * 4;
     j->n_workers = n;
+    if (!st && p->n_routes > 1 && p->new_backend && !(j->router = batch_router_new(p->n_routes)))
+        st = tl_error_set(err, TL_ERR_NOMEM, "out of memory");
     j->slots = st ? NULL : calloc(j->window, sizeof *j->slots);
     j->slot_len = st ? NULL : calloc(j->window, sizeof *j->slot_len);
     if (!st && (!j->slots || !j->slot_len))
@@ -739,7 +832,7 @@ tl_status tl_batch_run(const tl_batch_params *p, tl_batch_progress *summary, tl_
         j->last_sync = tl_now_s();
         int started = 0;
         for (; started < n; started++) {
-            ws[started] = (worker){j, started};
+            ws[started] = (worker){.j = j, .index = started};
             if (pthread_create(&th[started], NULL, worker_main, &ws[started]))
                 break;
         }
@@ -774,6 +867,7 @@ done:
     if (summary)
         *summary = j->prog;
     tl_schema_free(j->schema);
+    batch_router_free(j->router);
     for (size_t i = 0; i < j->n_keys; i++)
         free(j->keys[i]);
     free(j->keys);

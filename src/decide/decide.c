@@ -86,7 +86,7 @@ typedef struct decide_run {
     tl_labelpairs pairs;           /* two-token labels, for fields with more choices than labels.n */
     field_outcome *out;
     tl_usage usage;
-    tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers */
+    const tl_number_index *number_index; /* local vocabularies, when the schema has generated numbers (the vocabulary's, shared) */
     tl_backend_requests req0;      /* the backend's request counters when the run began */
     bool partial;                  /* --partial: some fields were not reached */
     cf_base *cf;                   /* calibration prefixes, one per distinct input */
@@ -1792,7 +1792,7 @@ tl_status tl_decide_run(tl_backend *b, const char *context, size_t context_len, 
     bool any_numbers = false;
     for (size_t i = 0; i < n; i++)
         any_numbers |= tl_dfield_generated(&r->schema->fields[i]);
-    if (any_numbers && b->vocab && (st = tl_number_index_new(b->vocab, &r->number_index, err)))
+    if (any_numbers && b->vocab && (st = tl_number_index_of(b->vocab, &r->number_index, err)))
         goto out;
     if ((st = apply_given(r, given, done, given_order, &n_given, err)))
         goto out;
@@ -1893,7 +1893,6 @@ out:
     for (size_t i = 0; i < r->n_cf; i++)
         tl_idseq_free(&r->cf[i].seq);
     free(r->cf);
-    tl_number_index_free(r->number_index);
     tl_labelpairs_free(&r->pairs);
     tl_chat_derived_free(&r->derived);
     free(r->out);

@@ -21,6 +21,7 @@ struct conn_entry {
     int fd;
     guard_phase phase;
     double since_s;     /* when the phase began */
+    double extra_s;     /* added to body_s for this body (a large upload); 0 after it */
     bool cut;           /* already shut down */
     conn_entry *prev, *next;
 };
@@ -53,7 +54,7 @@ static void *guard_main(void *arg) {
     while (!g->stop) {
         double now = tl_now_s();
         for (conn_entry *e = g->head; e; e = e->next) {
-            double limit = e->phase == PHASE_HEADERS ? g->header_s : e->phase == PHASE_BODY ? g->body_s : 0;
+            double limit = e->phase == PHASE_HEADERS ? g->header_s : e->phase == PHASE_BODY ? g->body_s + e->extra_s : 0;
             if (!e->cut && limit > 0 && now - e->since_s > limit) {
                 shutdown(e->fd, SHUT_RDWR); /* MHD sees EOF and closes the connection */
                 e->cut = true;
@@ -139,12 +140,21 @@ static void set_phase(conn_guard *g, conn_entry *e, guard_phase p) {
     if (e->phase != p) {
         e->phase = p;
         e->since_s = tl_now_s();
+        e->extra_s = 0;
     }
     pthread_mutex_unlock(&g->mu);
 }
 
 void conn_guard_body(conn_guard *g, conn_entry *e) { set_phase(g, e, PHASE_BODY); }
 void conn_guard_answering(conn_guard *g, conn_entry *e) { set_phase(g, e, PHASE_ANSWERING); }
+
+void conn_guard_body_extend(conn_guard *g, conn_entry *e, double extra_s) {
+    if (!e)
+        return;
+    pthread_mutex_lock(&g->mu);
+    e->extra_s = extra_s;
+    pthread_mutex_unlock(&g->mu);
+}
 void conn_guard_idle(conn_guard *g, conn_entry *e) { set_phase(g, e, PHASE_HEADERS); }
 
 size_t conn_guard_cut(conn_guard *g) {

@@ -1,11 +1,15 @@
 /* files_api.c: OpenAI's Files API as its SDK calls it: POST /v1/files
  * (multipart/form-data with "purpose" and "file"), GET /v1/files,
  * GET /v1/files/ID, GET /v1/files/ID/content, DELETE /v1/files/ID; and the
- * data directory's helpers (batch_store.h). Uploads are bounded by
- * --max-body like every request body. */
+ * data directory's helpers (batch_store.h). An upload is parsed as it
+ * arrives (form_stream.h) and its file written straight to a temporary file
+ * under the data directory, committed (renamed) only once the whole body is
+ * in and well formed: server.c streams POST /v1/files bodies here, so a
+ * file is bounded by --max-file-mb, not --max-body, and never held in memory. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "server/batch_store.h"
+#include "server/form_stream.h"
 #include "util/fileio.h"
 
 #define MAX_FILE_BYTES ((size_t)1 << 32)
@@ -129,79 +134,124 @@ char *files_data_path(tl_server *s, const char *id, json_t **obj) {
     return data;
 }
 
-/* ---- multipart/form-data ------------------------------------------------------ */
+/* ---- uploads, streamed to disk -------------------------------------------------- */
 
-typedef struct form_part {
-    const char *name, *filename; /* within hdr (NUL-terminated copies in the part) */
-    char name_buf[64], filename_buf[256];
-    const char *data;
-    size_t len;
-} form_part;
+struct files_upload {
+    tl_server *s;
+    form_stream fs;
+    uint64_t limit;     /* bytes a file may have (--max-file-mb) */
+    char id[64];
+    tl_atomic_file af;  /* the "file" part's bytes, once it began */
+    bool have_file;     /* a "file" part began (later ones are ignored) */
+    enum { PART_OTHER, PART_FILE, PART_PURPOSE } part;
+    uint64_t bytes;     /* of the file */
+    char filename[256];
+    char purpose[65];
+    size_t purpose_len;
+    bool too_large;
+    tl_error err;       /* a write failure */
+};
 
-/* Copies the value of key="..." from the header block h[0..n) into buf. */
-static bool header_param(const char *h, size_t n, const char *key, char *buf, size_t cap) {
-    size_t kl = strlen(key);
-    for (size_t i = 0; i + kl + 2 <= n; i++) {
-        if (memcmp(h + i, key, kl) || h[i + kl] != '=' || h[i + kl + 1] != '"')
-            continue;
-        if (i > 0 && h[i - 1] != ' ' && h[i - 1] != ';')
-            continue;
-        size_t j = i + kl + 2, k = 0;
-        while (j < n && h[j] != '"' && k + 1 < cap)
-            buf[k++] = h[j++];
-        buf[k] = '\0';
-        return true;
+static bool on_part(void *ctx, const char *name, const char *filename) {
+    files_upload *u = ctx;
+    u->part = PART_OTHER;
+    if (!strcmp(name, "purpose")) {
+        u->part = PART_PURPOSE;
+        u->purpose_len = 0;
+        u->purpose[0] = '\0';
+    } else if (!strcmp(name, "file") && !u->have_file) {
+        u->have_file = true;
+        snprintf(u->filename, sizeof u->filename, "%s", filename[0] ? filename : "upload");
+        char *data = object_path(u->s, u->id, ".data");
+        tl_status st = data ? tl_atomic_open(data, &u->af, &u->err) : tl_error_set(&u->err, TL_ERR_NOMEM, "out of memory");
+        free(data);
+        if (st)
+            return false;
+        u->part = PART_FILE;
     }
-    return false;
+    return true;
 }
 
-/* Splits body (whose first line is "--BOUNDARY") into up to max parts;
- * false with why on a malformed body. */
-static bool form_parse(const char *body, size_t len, form_part *parts, size_t max, size_t *n_parts,
-                       const char **why) {
-    *n_parts = 0;
-    const char *eol = len > 2 ? memmem(body, len, "\r\n", 2) : NULL;
-    if (len < 4 || memcmp(body, "--", 2) || !eol || eol - body > 200) {
-        *why = "the body is not multipart/form-data (it must start with --BOUNDARY)";
-        return false;
+static bool on_data(void *ctx, const char *data, size_t n) {
+    files_upload *u = ctx;
+    if (u->part == PART_PURPOSE) {
+        size_t k = n < sizeof u->purpose - 1 - u->purpose_len ? n : sizeof u->purpose - 1 - u->purpose_len;
+        memcpy(u->purpose + u->purpose_len, data, k);
+        u->purpose_len += k;
+        u->purpose[u->purpose_len] = '\0';
+    } else if (u->part == PART_FILE) {
+        u->bytes += n;
+        if (u->bytes > u->limit) {
+            u->too_large = true;
+            return false;
+        }
+        if (fwrite(data, 1, n, u->af.f) != n) {
+            tl_error_set(&u->err, TL_ERR_IO, "%s: %s", u->af.tmp_path, strerror(errno));
+            return false;
+        }
     }
-    char delim[210];
-    size_t dl = (size_t)(eol - body) + 2;
-    delim[0] = '\r';
-    delim[1] = '\n';
-    memcpy(delim + 2, body, dl - 2);
-    const char *p = eol + 2, *end = body + len;
-    for (;;) {
-        const char *hend = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
-        if (!hend) {
-            *why = "a form part has no end of headers";
-            return false;
-        }
-        const char *data = hend + 4;
-        const char *next = memmem(data, (size_t)(end - data), delim, dl);
-        if (!next) {
-            *why = "a form part has no closing boundary";
-            return false;
-        }
-        if (*n_parts < max) {
-            form_part *fp = &parts[(*n_parts)++];
-            memset(fp, 0, sizeof *fp);
-            if (header_param(p, (size_t)(hend - p), "name", fp->name_buf, sizeof fp->name_buf))
-                fp->name = fp->name_buf;
-            if (header_param(p, (size_t)(hend - p), "filename", fp->filename_buf, sizeof fp->filename_buf))
-                fp->filename = fp->filename_buf;
-            fp->data = data;
-            fp->len = (size_t)(next - data);
-        }
-        p = next + dl;
-        if (end - p >= 2 && !memcmp(p, "--", 2))
-            return true;
-        if (end - p < 2 || memcmp(p, "\r\n", 2)) {
-            *why = "a boundary is followed by neither CRLF nor --";
-            return false;
-        }
-        p += 2;
+    return true;
+}
+
+files_upload *files_upload_begin(tl_server *s, uint64_t declared) {
+    files_upload *u = calloc(1, sizeof *u);
+    form_callbacks cb = {on_part, on_data, u};
+    if (!u || !form_stream_init(&u->fs, &cb)) {
+        free(u);
+        return NULL;
     }
+    u->s = s;
+    u->limit = s->p.max_file_bytes ? s->p.max_file_bytes : FILES_DEFAULT_MAX_BYTES;
+    u->too_large = declared > u->limit;
+    store_new_id("file-", u->id, sizeof u->id);
+    return u;
+}
+
+bool files_upload_feed(files_upload *u, const char *data, size_t n) {
+    return !u->too_large && form_stream_feed(&u->fs, data, n);
+}
+
+void files_upload_cancel(files_upload *u) {
+    if (!u)
+        return;
+    tl_atomic_abort(&u->af);
+    form_stream_free(&u->fs);
+    free(u);
+}
+
+void files_upload_end(files_upload *u, tl_http_reply *r) {
+    bool formed = !u->too_large && !u->err.code && form_stream_finish(&u->fs);
+    if (u->too_large) {
+        reply_openai_error(r, 413, "invalid_request_error", "file", "file_too_large",
+                           "the file exceeds this server's limit of %llu bytes (--max-file-mb)",
+                           (unsigned long long)u->limit);
+    } else if (u->err.code) {
+        reply_openai_status_error(r, u->err.code, NULL, u->err.msg);
+    } else if (!formed) {
+        reply_openai_error(r, 400, "invalid_request_error", NULL, NULL, "%s", u->fs.why ? u->fs.why : "bad form");
+    } else if (!u->have_file) {
+        reply_openai_error(r, 400, "invalid_request_error", "file", NULL, "a \"file\" form field is required");
+    } else if (!u->purpose[0]) {
+        reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL, "a \"purpose\" form field is required");
+    } else if (!id_ok(u->purpose, strlen(u->purpose)) || u->purpose_len != strlen(u->purpose)) {
+        reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL,
+                           "purpose: letters, digits, '_' and '-' only (e.g. batch)");
+    } else {
+        tl_error err = {0};
+        char *meta = object_path(u->s, u->id, ".json");
+        json_t *obj = file_object(u->id, (size_t)u->bytes, u->filename, u->purpose);
+        tl_status st = meta && obj ? tl_atomic_commit(&u->af, &err) : tl_error_set(&err, TL_ERR_NOMEM, "out of memory");
+        if (!st)
+            st = store_write_json(meta, obj, &err);
+        if (st) {
+            reply_openai_status_error(r, st, NULL, err.msg);
+            json_decref(obj);
+        } else {
+            reply_json(r, 200, obj);
+        }
+        free(meta);
+    }
+    files_upload_cancel(u); /* the temporary, when not committed */
 }
 
 /* ---- routes ---------------------------------------------------------------------- */
@@ -210,58 +260,15 @@ static void reply_no_file(tl_http_reply *r, const char *id) {
     reply_openai_error(r, 404, "invalid_request_error", "id", NULL, "No such File object: %s", id);
 }
 
-static void files_upload(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
-    form_part parts[8];
-    size_t n = 0;
-    const char *why = NULL;
-    if (!form_parse(req->body ? req->body : "", req->body_len, parts, 8, &n, &why)) {
-        reply_openai_error(r, 400, "invalid_request_error", NULL, NULL, "%s", why);
+/* A body already in memory (tl_server_handle's callers) goes the same way as a streamed one. */
+static void files_upload_whole(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
+    files_upload *u = files_upload_begin(s, req->body_len);
+    if (!u) {
+        reply_openai_status_error(r, TL_ERR_NOMEM, NULL, "out of memory");
         return;
     }
-    const form_part *file = NULL;
-    char purpose[64] = "";
-    for (size_t i = 0; i < n; i++) {
-        if (parts[i].name && !strcmp(parts[i].name, "file"))
-            file = &parts[i];
-        else if (parts[i].name && !strcmp(parts[i].name, "purpose"))
-            snprintf(purpose, sizeof purpose, "%.*s", (int)(parts[i].len < 63 ? parts[i].len : 63), parts[i].data);
-    }
-    if (!file) {
-        reply_openai_error(r, 400, "invalid_request_error", "file", NULL, "a \"file\" form field is required");
-        return;
-    }
-    if (!purpose[0]) {
-        reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL, "a \"purpose\" form field is required");
-        return;
-    }
-    if (!id_ok(purpose, strlen(purpose))) {
-        reply_openai_error(r, 400, "invalid_request_error", "purpose", NULL,
-                           "purpose: letters, digits, '_' and '-' only (e.g. batch)");
-        return;
-    }
-    char id[64];
-    store_new_id("file-", id, sizeof id);
-    char *data = object_path(s, id, ".data"), *meta = object_path(s, id, ".json");
-    json_t *obj = file_object(id, file->len, file->filename ? file->filename : "upload", purpose);
-    tl_error err = {0};
-    tl_status st = data && meta && obj ? TL_OK : tl_error_set(&err, TL_ERR_NOMEM, "out of memory");
-    tl_atomic_file af;
-    if (!st)
-        st = tl_atomic_open(data, &af, &err);
-    if (!st) {
-        fwrite(file->data, 1, file->len, af.f);
-        st = tl_atomic_commit(&af, &err);
-    }
-    if (!st)
-        st = store_write_json(meta, obj, &err);
-    if (st) {
-        reply_openai_status_error(r, st, NULL, err.msg);
-        json_decref(obj);
-    } else {
-        reply_json(r, 200, obj);
-    }
-    free(data);
-    free(meta);
+    files_upload_feed(u, req->body ? req->body : "", req->body_len);
+    files_upload_end(u, r);
 }
 
 static void files_list(tl_server *s, tl_http_reply *r) {
@@ -289,7 +296,7 @@ void handle_files(tl_server *s, const tl_http_request *req, tl_http_reply *r, co
     const char *method = req->method ? req->method : "GET";
     if (!*rest) {
         if (!strcmp(method, "POST"))
-            files_upload(s, req, r);
+            files_upload_whole(s, req, r);
         else if (!strcmp(method, "GET"))
             files_list(s, r);
         else
@@ -312,7 +319,12 @@ void handle_files(tl_server *s, const tl_http_request *req, tl_http_reply *r, co
         reply_no_file(r, id);
         return;
     }
-    if (slash && !strcmp(method, "GET")) {
+    int fd = slash && !strcmp(method, "GET") && req->allow_stream ? open(data, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) { /* the transport sends the file as it reads it: a large file is not held in memory */
+        r->status = 200;
+        r->content_type = "application/octet-stream";
+        r->stream_fd = fd;
+    } else if (slash && !strcmp(method, "GET")) {
         char *bytes = NULL;
         size_t len = 0;
         tl_error err = {0};

@@ -1,6 +1,8 @@
 /* server.c: the server's life cycle and its libmicrohttpd glue: bind,
- * collect request bodies under the size limit, check the API key, route to
- * the endpoint handlers, log one line per request, shut down cleanly.
+ * collect request bodies under the size limit (a POST /v1/files body is
+ * handed to files_api.c as it arrives, under its own limit), check the API
+ * key, route to the endpoint handlers, log one line per request, shut down
+ * cleanly.
  *
  * MHD runs one thread per connection, so a handler may block on the
  * shared backend without holding up other clients; while it waits it polls its
@@ -414,6 +416,13 @@ static void reply_upstream_unsupported(const tl_server *s, tl_http_reply *r, con
         reply_sglang_error(r, 501, fmt, rt->path, s->upstream_desc, why, rt->path);
 }
 
+bool server_authorized(const tl_server *s, const char *path, const char *authorization) {
+    if (!s->api_key || route_is_public(s, path))
+        return true;
+    const char *key = authorization && !strncasecmp(authorization, "Bearer ", 7) ? authorization + 7 : NULL;
+    return key && key_matches(s->api_key, key);
+}
+
 void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r) {
     r->status = 500;
     r->stream_fd = -1;
@@ -445,17 +454,9 @@ void tl_server_handle(tl_server *s, const tl_http_request *req, tl_http_reply *r
             reply_sglang_error(r, code, "%s %s: %s", method, path, code == 404 ? "no such endpoint" : "method not allowed");
         return;
     }
-    if (s->api_key && !route_is_public(s, path)) {
-        const char *auth = req->authorization;
-        if (!auth || !*auth) {
-            reply_auth_error(r, rt->dialect, true);
-            return;
-        }
-        const char *key = !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
-        if (!key || !key_matches(s->api_key, key)) {
-            reply_auth_error(r, rt->dialect, false);
-            return;
-        }
+    if (!server_authorized(s, path, req->authorization)) {
+        reply_auth_error(r, rt->dialect, !req->authorization || !*req->authorization);
+        return;
     }
     if (req->body_too_large) {
         reply_too_large(r, rt->dialect, s->p.max_body);
@@ -489,6 +490,10 @@ typedef struct conn_state {
     size_t seen;     /* body bytes received, kept or dropped */
     bool too_large;
     bool replied;  /* a response is queued (early for an oversize body) */
+    /* POST /v1/files: the body goes here as it arrives, not into body
+     * (files_api.c writes the file to disk), bounded by --max-file-mb. */
+    files_upload *upload;
+    bool upload_failed; /* too large or malformed: the rest is dropped */
     struct MHD_Connection *conn;
     double t0;
 } conn_state;
@@ -497,6 +502,16 @@ typedef struct conn_state {
 static size_t discard_limit(const tl_server *s) {
     size_t lim = (size_t)64 << 20;
     return s->p.max_body > lim / 4 ? s->p.max_body * 4 : lim;
+}
+
+/* POST /v1/files bodies may take the body deadline plus their size at this
+ * rate (bytes/s): 200 MiB at 256 KiB/s is 800 s more. */
+#define UPLOAD_MIN_RATE (256.0 * 1024)
+
+/* A failed upload's bytes are dropped up to this many before the reply. */
+static uint64_t upload_drop_limit(const tl_server *s) {
+    uint64_t file = s->p.max_file_bytes ? s->p.max_file_bytes : FILES_DEFAULT_MAX_BYTES;
+    return file + discard_limit(s);
 }
 
 /* True when the peer closed its side (or the socket failed). */
@@ -579,12 +594,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * large: then the 413 goes out at once and the connection closes. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
-        if (declared > s->p.max_body)
-            cs->too_large = true;
-        if (declared <= discard_limit(s))
-            return MHD_YES;
+        if (!strcmp(method, "POST") && !strcmp(url, "/v1/files") && s->batches &&
+            server_authorized(s, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"))) {
+            if (!(cs->upload = files_upload_begin(s, declared)))
+                return MHD_NO;
+            cs->too_large = true; /* nothing goes into body */
+            /* a large file at a slow client's pace: at least UPLOAD_MIN_RATE bytes/s */
+            uint64_t expect = declared && declared < upload_drop_limit(s) ? declared : upload_drop_limit(s);
+            conn_guard_body_extend(s->guard, guard_entry(c), (double)expect / UPLOAD_MIN_RATE);
+            if (declared <= upload_drop_limit(s))
+                return MHD_YES;
+            cs->upload_failed = true; /* it says it is too large: the 413 goes out at once */
+        } else {
+            if (declared > s->p.max_body)
+                cs->too_large = true;
+            if (declared <= discard_limit(s))
+                return MHD_YES;
+        }
     }
-    if (*upload_size) {
+    if (*upload_size && cs->upload) {
+        cs->seen += *upload_size;
+        if (!cs->upload_failed && !files_upload_feed(cs->upload, upload_data, *upload_size))
+            cs->upload_failed = true;
+        if (!cs->upload_failed || cs->seen <= upload_drop_limit(s)) {
+            *upload_size = 0;
+            return MHD_YES;
+        }
+    } else if (*upload_size) {
         cs->seen += *upload_size;
         if (!cs->too_large) {
             if (cs->body.len + *upload_size <= s->p.max_body &&
@@ -620,9 +656,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     };
     tl_http_reply reply = {.status = 500, .stream_fd = -1, .content_type = "application/json", .body = TL_STRBUF_INIT};
     request_log_line line = {.id = __atomic_add_fetch(&s->next_log_id, 1, __ATOMIC_RELAXED), .method = method,
-                             .endpoint = url, .bytes_in = cs->body.len};
+                             .endpoint = url, .bytes_in = cs->upload ? cs->seen : cs->body.len};
     server_usage_begin(&line.usage);
-    tl_server_handle(s, &req, &reply);
+    if (cs->upload) {
+        files_upload_end(cs->upload, &reply);
+        cs->upload = NULL;
+    } else {
+        tl_server_handle(s, &req, &reply);
+    }
     server_usage_begin(NULL);
     double dt = tl_now_s() - cs->t0;
     metrics_request(s->metrics, server_route_index(url), reply.status, dt, line.usage.prompt_tokens > 0);
@@ -640,6 +681,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)toe;
     conn_state *cs = *con_cls;
     if (cs) {
+        files_upload_cancel(cs->upload); /* the client left mid-upload: nothing is kept */
         tl_strbuf_free(&cs->body);
         free(cs);
         *con_cls = NULL;

@@ -36,6 +36,8 @@ void conn_guard_free(conn_guard *g);
 conn_entry *conn_guard_open(conn_guard *g, int fd); /* a connection starts (waiting for headers) */
 void conn_guard_close(conn_guard *g, conn_entry *e);
 void conn_guard_body(conn_guard *g, conn_entry *e);      /* headers in, body arriving */
+/* This body (a file upload) may take extra_s seconds more than body_s. */
+void conn_guard_body_extend(conn_guard *g, conn_entry *e, double extra_s);
 void conn_guard_answering(conn_guard *g, conn_entry *e); /* request complete: no deadline here */
 void conn_guard_idle(conn_guard *g, conn_entry *e);      /* reply sent: waiting for the next headers */
 size_t conn_guard_cut(conn_guard *g);                    /* connections shut down so far */
@@ -418,6 +420,21 @@ bool files_batches_path(const char *path);
 void handle_files_batches(tl_server *s, const tl_http_request *req, tl_http_reply *r);
 /* Opens p.data_dir and resumes the batches an earlier server left unfinished. */
 tl_status batch_store_open(tl_server *s, tl_error *err);
+/* A POST /v1/files body taken as it arrives (the transport calls these
+ * instead of collecting the body; files_api.c): begin when its headers are
+ * in (declared: its Content-Length, 0 if none; NULL: out of memory), feed
+ * every piece (false: the upload has failed, too large or malformed; the
+ * rest of the body may be dropped), end after the last one (replies, as
+ * tl_server_handle would, and frees); cancel when the client is gone
+ * (frees; nothing is kept). */
+#define FILES_DEFAULT_MAX_BYTES ((uint64_t)200 << 20)
+typedef struct files_upload files_upload;
+files_upload *files_upload_begin(tl_server *s, uint64_t declared);
+bool files_upload_feed(files_upload *u, const char *data, size_t n);
+void files_upload_end(files_upload *u, tl_http_reply *r);
+void files_upload_cancel(files_upload *u);
+/* Whether a request with this authorization may use path (the API key, when the server has one). */
+bool server_authorized(const tl_server *s, const char *path, const char *authorization);
 /* Stops the batch runners (their records in flight finish; the output stays
  * resumable) and frees the store. Idempotent. */
 void batch_store_close(tl_server *s);

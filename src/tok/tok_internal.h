@@ -8,6 +8,7 @@
 #ifndef TL_TOK_INTERNAL_H
 #define TL_TOK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,12 @@ struct tl_vocab {
     tl_bpe_merge *merges;        /* open addressing on key, size merge_mask + 1 */
     uint64_t merge_mask;
     tl_pretok *pretok;
+
+    /* tl_vocab_memo: data layers above derive from the vocabulary, built
+     * once under memo_mu (a cache: the vocabulary stays logically const). */
+    pthread_mutex_t memo_mu;
+    void *memo[TL_VOCAB_MEMO_SLOTS];
+    void (*memo_free[TL_VOCAB_MEMO_SLOTS])(void *);
 };
 
 /* SPM (spm.c) and BPE (bpe.c) on one fragment of plain text; append to *out. */

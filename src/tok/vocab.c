@@ -369,6 +369,7 @@ tl_status tl_vocab_load(const tl_gguf *g, tl_vocab **out, tl_error *err) {
     tl_vocab *v = calloc(1, sizeof *v);
     if (!v)
         return tl_error_set(err, TL_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&v->memo_mu, NULL);
     tl_status st = TL_OK;
     if (tl_gguf_str_eq(model, "llama")) {
         v->kind = TL_VOCAB_SPM;
@@ -552,7 +553,27 @@ void tl_vocab_free(tl_vocab *v) {
     free(v->chat_template);
     free(v->merges);
     tl_pretok_free(v->pretok);
+    for (int i = 0; i < TL_VOCAB_MEMO_SLOTS; i++)
+        if (v->memo[i])
+            v->memo_free[i](v->memo[i]);
+    pthread_mutex_destroy(&v->memo_mu);
     free(v);
+}
+
+tl_status tl_vocab_memo(const tl_vocab *cv, tl_vocab_memo_slot slot,
+                        tl_status (*build)(const tl_vocab *v, void **out, tl_error *err), void (*free_fn)(void *),
+                        void **out, tl_error *err) {
+    tl_vocab *v = (tl_vocab *)cv; /* the memo is a cache; the vocabulary itself is not changed */
+    *out = NULL;
+    if ((unsigned)slot >= TL_VOCAB_MEMO_SLOTS)
+        return tl_error_set(err, TL_ERR_INVALID, "vocab: no memo slot %d", (int)slot);
+    pthread_mutex_lock(&v->memo_mu);
+    tl_status st = TL_OK;
+    if (!v->memo[slot] && !(st = build(cv, &v->memo[slot], err)))
+        v->memo_free[slot] = free_fn;
+    *out = v->memo[slot];
+    pthread_mutex_unlock(&v->memo_mu);
+    return st;
 }
 
 /* ---- accessors ------------------------------------------------------------ */

@@ -7,12 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static inline uint64_t tl_hash_bytes(const void *data, size_t n) {
+#define TL_HASH_SEED 1469598103934665603ull
+
+/* h extended by data[0..n): tl_hash_continue(tl_hash_bytes(a), b) hashes a then b. */
+static inline uint64_t tl_hash_continue(uint64_t h, const void *data, size_t n) {
     const unsigned char *s = data;
-    uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ s[i]) * 1099511628211ull;
     return h;
 }
+
+static inline uint64_t tl_hash_bytes(const void *data, size_t n) { return tl_hash_continue(TL_HASH_SEED, data, n); }
 
 #endif

@@ -6,6 +6,8 @@
  * clients of other kinds are refused, and freeing it with no work is clean.
  * Chunked prefill: a long context runs over several steps with a short call
  * finishing between its chunks, and its logits are still those run alone.
+ * Gathering: four generating callers, one of which starts ahead, end up in
+ * one cohort (about one step per token, not two half-full ones).
  * (tests/decide/test_shared_decide.c: eight threads deciding.) */
 #include <math.h>
 #include <pthread.h>
@@ -148,6 +150,59 @@ static void gate_step(void *ctx, const tl_shared_step *st) {
 static bool always_gone(void *ctx) {
     (void)ctx;
     return true;
+}
+
+/* A caller generating: its sequence grows by one token a round, the full
+ * logits read after each (a light step: one new token per caller). */
+enum { G_THREADS = 4, G_ROUNDS = 12, G_PROMPT = 16 };
+typedef struct gather_caller {
+    tl_backend *shared;
+    int id;
+    int failures;
+} gather_caller;
+
+static void *gather_main(void *arg) {
+    gather_caller *c = arg;
+    int32_t ids[G_PROMPT + G_ROUNDS];
+    int32_t nv = tl_backend_n_vocab(c->shared);
+    float *logits = malloc((size_t)nv * sizeof *logits);
+    ids[0] = 1;
+    for (int i = 1; i < G_PROMPT + G_ROUNDS; i++)
+        ids[i] = (int32_t)(300 + (c->id * 7919 + i * 31) % 5000);
+    for (int r = 0; r < G_ROUNDS; r++) {
+        tl_seq q = {.ids = ids, .n = (size_t)(G_PROMPT + r), .logits = logits};
+        tl_error err = {0};
+        if (!logits || tl_backend_eval(c->shared, &q, 1, NULL, &err) != TL_OK)
+            c->failures++;
+    }
+    free(logits);
+    return NULL;
+}
+
+static void test_gather(const tl_model *m) {
+    tl_error err = {0};
+    tl_backend *shared = NULL;
+    tl_shared_params shp = {.session = {.n_threads = 1}};
+    CHECK(tl_backend_shared_new(m, &shp, &shared, &err) == TL_OK);
+    gather_caller cs[G_THREADS];
+    pthread_t th[G_THREADS];
+    for (int t = 0; t < G_THREADS; t++) {
+        cs[t] = (gather_caller){shared, t, 0};
+        pthread_create(&th[t], NULL, gather_main, &cs[t]);
+        if (t == 0) /* the first caller's first step runs alone: the others arrive during it */
+            nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    }
+    int failures = 0;
+    for (int t = 0; t < G_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        failures += cs[t].failures;
+    }
+    size_t steps = (size_t)tl_backend_shared_steps(shared);
+    CHECK(failures == 0);
+    CHECKF(steps <= G_ROUNDS + G_ROUNDS / 2, "%zu steps for %d callers x %d rounds: the callers did not gather", steps,
+           G_THREADS, G_ROUNDS);
+    fprintf(stderr, "gather: %d callers x %d rounds in %zu steps\n", G_THREADS, G_ROUNDS, steps);
+    tl_backend_free(shared);
 }
 
 int main(void) {
@@ -351,5 +406,11 @@ int main(void) {
     tl_backend_free(shared);
     tl_session_free(alone);
     tl_model_free(m);
+    tl_model *d64 = NULL;
+    if (tl_model_load(tl_fixture("models/qwen2-d64-q8_0.gguf"), &d64, &err) == TL_OK) /* 151k-token logits */
+        test_gather(d64);
+    else
+        CHECKF(0, "load: %s", err.msg);
+    tl_model_free(d64);
     return TEST_DONE();
 }

@@ -5,6 +5,7 @@
  * splitting (qwen2, llama-spm) and digit-grouping (llama3, gpt-2) tokenizers,
  * leading spaces, closing tokens that carry number text (`5"`) or a tail
  * (`",`), multi-byte terminators and terminator ids. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,8 +329,48 @@ static void test_errors(void) {
     tl_vocab_free(v);
 }
 
+/* The vocabulary's shared index (tl_number_index_of): built once, the same
+ * object for every caller and thread, equal to a fresh one, freed with the
+ * vocabulary (the sanitizer run checks no leak). */
+static const tl_number_index *shared_seen[4];
+static tl_vocab *shared_vocab;
+static void *take_shared(void *arg) {
+    tl_error err = {0};
+    if (tl_number_index_of(shared_vocab, &shared_seen[(intptr_t)arg], &err) != TL_OK)
+        shared_seen[(intptr_t)arg] = NULL;
+    return NULL;
+}
+
+static void test_shared_index(void) {
+    tl_error err = {0};
+    if (tl_vocab_load_file(tl_fixture("vocab/ggml-vocab-qwen3.gguf"), &shared_vocab, &err) != TL_OK) {
+        CHECKF(0, "%s", err.msg);
+        return;
+    }
+    pthread_t th[4];
+    for (intptr_t i = 0; i < 4; i++)
+        CHECK(pthread_create(&th[i], NULL, take_shared, (void *)i) == 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    const tl_number_index *again = NULL;
+    CHECK(tl_number_index_of(shared_vocab, &again, &err) == TL_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK(shared_seen[i] != NULL && shared_seen[i] == again);
+    tl_number_index *fresh = NULL;
+    CHECK(tl_number_index_new(shared_vocab, &fresh, &err) == TL_OK);
+    CHECK(fresh && again && tl_number_index_n_tokens(fresh) == tl_number_index_n_tokens(again));
+    for (int32_t id = 0; fresh && again && id < tl_number_index_n_tokens(fresh); id += 97) {
+        size_t a, b;
+        const char *ta = tl_number_index_token(fresh, id, &a), *tb = tl_number_index_token(again, id, &b);
+        CHECK(a == b && !memcmp(ta, tb, a));
+    }
+    tl_number_index_free(fresh);
+    tl_vocab_free(shared_vocab);
+}
+
 int main(void) {
     test_errors();
+    test_shared_index();
     bool sanitizer = getenv("TL_SANITIZER_RUN") != NULL;
     static const char *vocabs[] = {"qwen3", "llama3", "llama-spm", "gpt-2", "phi-3", "deepseek-coder", "falcon",
                                    "starcoder"};

@@ -9,6 +9,10 @@
 //   start N:   creates a batch of N lines and prints its id once it is in_progress with
 //              some lines done (the caller then kills the server).
 //   finish ID N: polls batch ID (after a restart) to completed; N lines, ids unique, in order.
+//   upload MB: files.create of an MB MiB batch file (the server's --max-body far below it);
+//              prints its id.
+//   readback ID MB: files.content(ID) is that file byte for byte; files.delete.
+//   toolarge MB: an MB MiB upload is refused: 413, code file_too_large, naming --max-file-mb.
 import OpenAI, { toFile } from "openai";
 
 const [base, apiKey, phase, ...args] = process.argv.slice(2);
@@ -50,6 +54,17 @@ async function poll(id, until, timeoutMs = 120000) {
     await sleep(100);
   }
 }
+// n MiB of batch lines (deterministic: readback regenerates them).
+const bigText = (mb) => {
+  const parts = [];
+  let size = 0;
+  for (let i = 0; size < mb << 20; i++) {
+    const l = JSON.stringify({ custom_id: `big-${i}`, method: "POST", url: "/v1/decisions", body: body(i) }) + "\n";
+    parts.push(l);
+    size += Buffer.byteLength(l);
+  }
+  return parts.join("");
+};
 const readLines = async (fileId) => (await (await client.files.content(fileId)).text()).split("\n").filter((l) => l);
 
 if (phase === "run") {
@@ -117,6 +132,20 @@ if (phase === "run") {
   check(out.length === n && out.every((o, i) => o.custom_id === `req-${i}` && o.response.status_code === 200),
     `restarted batch: ${out.length} lines, each once, in order`);
   check(new Set(out.map((o) => o.id)).size === n, "unique line ids");
+} else if (phase === "upload") {
+  const f = await upload(bigText(Number(args[0])));
+  console.log(f.id);
+} else if (phase === "readback") {
+  const text = bigText(Number(args[1]));
+  const got = await (await client.files.content(args[0])).text();
+  check(got.length === text.length && got === text, `files.content: ${got.length} bytes for ${text.length}, equal`);
+  check((await client.files.delete(args[0])).deleted === true, "files.delete");
+} else if (phase === "toolarge") {
+  let err = null;
+  try { await client.files.create({ file: await toFile(Buffer.from(bigText(Number(args[0]))), "big.jsonl"), purpose: "batch" }); }
+  catch (e) { err = e; }
+  check(err && err.status === 413 && err.code === "file_too_large" && /--max-file-mb/.test(err.message),
+    `an upload over --max-file-mb: ${err && err.status} ${err && err.code} ${err && err.message}`);
 }
 console.error(`openai_batch_check ${phase}: ${checks} checks, ${failures} failed`);
 process.exit(failures ? 1 : 0);

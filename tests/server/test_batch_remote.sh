@@ -16,18 +16,7 @@ P2=$PORT; PID2=$SERVER_PID; LOG2=$SERVER_LOG
   --tokenizer "$M" --server-retries 0 --schema "$S" -i "$SCRATCH/in.jsonl" -o "$SCRATCH/remote.jsonl" \
   --parallel 6 --no-progress 2> "$SCRATCH/batch.log"
 "$TL_BIN" batch -m "$M" -t 2 --schema "$S" -i "$SCRATCH/in.jsonl" -o "$SCRATCH/local.jsonl" --no-progress 2> /dev/null
-python3 - "$SCRATCH/remote.jsonl" "$SCRATCH/local.jsonl" <<'PY'
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-l = [json.loads(l) for l in open(sys.argv[2])]
-assert len(r) == len(l) == 40 and [x["id"] for x in r] == [x["id"] for x in l]
-assert not [x for x in r if "error" in x], [x for x in r if "error" in x][:2]
-for a, b in zip(r, l):
-    assert a["values"] == b["values"], a["id"]
-    for k, f in a["fields"].items():
-        for v, p in f["probabilities"].items():
-            assert abs(b["fields"][k]["probabilities"][v] - p) <= 1e-12, (a["id"], k, v)
-PY
+python3 "$TL_SRC/tests/server/batch_lines_equal.py" "$SCRATCH/remote.jsonl" "$SCRATCH/local.jsonl"
 n1=$(grep -c "POST /generate" "$LOG1" || true); n2=$(grep -c "POST /generate" "$LOG2" || true)
 [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] || { echo "FAIL: records not spread: $n1 / $n2 requests"; exit 1; }
 stop_server "$PID1"; stop_server "$PID2"
