@@ -29,9 +29,9 @@ tl_status kv_cache_init(kv_cache *c, const tl_model *m, size_t budget_bytes, tl_
     c->m = m;
     c->type_k = type_k;
     c->type_v = type_v;
-#if defined(__x86_64__) && defined(__GNUC__)
-    c->simd_decode = tl_engine_simd() && __builtin_cpu_supports("f16c");
-#endif
+    /* every SIMD path the kernels choose requires F16C (kernels/dispatch.c
+     * checks it by cpuid: clang's __builtin_cpu_supports has no "f16c") */
+    c->simd_decode = tl_engine_simd();
     size_t off = 0;
     for (int32_t l = 0; l < m->n_layer; l++) {
         const tl_layer_weights *w = &m->layers[l];
