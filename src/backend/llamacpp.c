@@ -440,7 +440,7 @@ static const tl_backend_ops llamacpp_ops = {
     .next_logits = NULL,
     .generate_regex = lc_generate_regex,
     .score_greedy = lc_score_greedy,
-    .forward = tl_remote_impl_forward,
+    .forward = tl_remote_backend_forward,
 };
 
 static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }

@@ -280,10 +280,9 @@ tl_status tl_remote_forward(tl_remote *r, const char *path, const char *body, si
     return st;
 }
 
-tl_status tl_remote_impl_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
-                                 char **reply, tl_error *err) {
-    tl_remote_impl *im = b->impl;
-    return tl_remote_forward(&im->rem, path, body, len, status, reply, err);
+tl_status tl_remote_backend_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                                   char **reply, tl_error *err) {
+    return tl_remote_forward(tl_remote_of(b), path, body, len, status, reply, err);
 }
 
 json_t *tl_remote_ids_json(const int32_t *ids, size_t n) {

@@ -76,6 +76,9 @@ tl_status tl_remote_read_ids(const tl_remote *r, const json_t *a, const char *wh
 /* Every remote backend's impl starts with its tl_remote (sglang_impl,
  * tl_remote_impl): the connection of a remote backend b. */
 static inline tl_remote *tl_remote_of(tl_backend *b) { return (tl_remote *)b->impl; }
+/* The forward op of every remote backend (SGLang, llama.cpp, vLLM): on tl_remote_of(b). */
+tl_status tl_remote_backend_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
+                                   char **reply, tl_error *err);
 
 /* The state llama.cpp's and vLLM's backends share (b->impl of both). */
 typedef struct tl_remote_impl {
@@ -91,9 +94,6 @@ typedef struct tl_remote_impl {
 tl_status tl_remote_backend_new(const tl_backend_ops *ops, const char *engine, const char *generate_path,
                                 const tl_sglang_params *p, const tl_call_limits *limits, tl_backend **out,
                                 tl_error *err);
-/* The forward op of a backend whose impl is a tl_remote_impl. */
-tl_status tl_remote_impl_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status,
-                                 char **reply, tl_error *err);
 /* Frees a backend whose impl is a tl_remote_impl. */
 void tl_remote_backend_free(tl_backend *b);
 

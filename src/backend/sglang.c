@@ -224,12 +224,6 @@ static void sg_free(tl_backend *b) {
     free(b);
 }
 
-static tl_status sg_forward(tl_backend *b, const char *path, const char *body, size_t len, int *status, char **reply,
-                            tl_error *err) {
-    sglang_impl *im = b->impl;
-    return tl_remote_forward(&im->rem, path, body, len, status, reply, err);
-}
-
 static const tl_backend_ops sglang_ops = {
     .kind = "sglang",
     .free = sg_free,
@@ -238,7 +232,7 @@ static const tl_backend_ops sglang_ops = {
     .score = sg_score,
     .next_logits = NULL,
     .generate_regex = sg_generate_regex,
-    .forward = sg_forward,
+    .forward = tl_remote_backend_forward,
 };
 
 tl_status tl_backend_sglang_new(const tl_sglang_params *params, tl_backend **out, tl_error *err) {

@@ -186,7 +186,7 @@ static const tl_backend_ops vllm_ops = {
     .score = vl_score,
     .next_logits = NULL,
     .generate_regex = vl_generate_regex,
-    .forward = tl_remote_impl_forward,
+    .forward = tl_remote_backend_forward,
 };
 
 tl_status tl_backend_vllm_new(const tl_sglang_params *params, bool only_vllm, const tl_call_limits *limits,
